@@ -1,0 +1,533 @@
+//! The owned frame: header, parameters and attachments.
+
+use std::fmt;
+
+use bytes::Bytes;
+
+use crate::decode::Decoder;
+use crate::encode;
+use crate::header::Header;
+use crate::key::FlatKey;
+use crate::params::{Params, TEXT_BYTES_PER_PARAM};
+use crate::value::ValueRef;
+use crate::DecodeError;
+
+/// A sizing hint for a new frame (`FrameConfig{initial_reserve}` in C++).
+///
+/// A frame built with a hint for `n` parameters holds `n` parameters (with the
+/// hinted text bytes) and the hinted attachments without any growth: entry
+/// vector, text arena and hash index are all sized up front.
+///
+/// ```
+/// use messageframe::{Frame, FrameConfig, Header};
+///
+/// let config = FrameConfig::for_params(1024).text_bytes(16 * 1024);
+/// let mut frame = Frame::with_config(Header::default(), config);
+/// for k in 0..1024 {
+///     frame.add("dev", &format!("p{k}"), k);
+/// }
+/// assert_eq!(frame.len(), 1024);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameConfig {
+    params: usize,
+    text_bytes: usize,
+    attachments: usize,
+}
+
+impl FrameConfig {
+    /// Room for `params` parameters, assuming 32 bytes of key and string value
+    /// text each (override with [`text_bytes`](Self::text_bytes)).
+    #[must_use]
+    pub const fn for_params(params: usize) -> Self {
+        FrameConfig {
+            params,
+            text_bytes: params.saturating_mul(TEXT_BYTES_PER_PARAM),
+            attachments: 0,
+        }
+    }
+
+    /// Total bytes of keys (device + 1 + param) and string values expected.
+    #[must_use]
+    pub const fn text_bytes(mut self, bytes: usize) -> Self {
+        self.text_bytes = bytes;
+        self
+    }
+
+    /// Number of attachments expected.
+    #[must_use]
+    pub const fn attachments(mut self, count: usize) -> Self {
+        self.attachments = count;
+        self
+    }
+
+    /// The hinted parameter count.
+    #[must_use]
+    pub const fn params(&self) -> usize {
+        self.params
+    }
+}
+
+/// An attachment's slot: its name in the frame's name arena and its data.
+#[derive(Clone)]
+pub(crate) struct AttachmentSlot {
+    name_start: u32,
+    name_len: u32,
+    pub(crate) data: Bytes,
+}
+
+/// One message: a [`Header`], parameters addressed by `(device, param)` with
+/// typed values, and named binary attachments.
+///
+/// Parameters keep insertion order (iteration and the wire use it, so equal
+/// frames encode to equal bytes). Keys and string values are copied into one
+/// text arena, so filling a [`clear`](Frame::clear)ed frame allocates nothing.
+///
+/// ```
+/// use messageframe::{Frame, Header};
+///
+/// let mut frame = Frame::new(Header::new(1001, 1, 50, 99));
+/// frame.add("sensor_alpha", "voltage", 12.6);
+/// frame.add("device_core", "fw_version", "v3.2.1");
+/// frame.add_attachment("raw", vec![1u8, 2, 3]);
+///
+/// let bytes = frame.encode();
+/// let back = Frame::decode(&bytes)?;
+/// assert_eq!(back.find("sensor_alpha", "voltage").and_then(|v| v.as_f64()), Some(12.6));
+/// assert_eq!(back, frame);
+/// # Ok::<(), messageframe::DecodeError>(())
+/// ```
+#[derive(Clone)]
+pub struct Frame {
+    header: Header,
+    params: Params,
+    attachments: Vec<AttachmentSlot>,
+    attachment_names: String,
+}
+
+impl Default for Frame {
+    /// An empty frame with [`Header::default`] (ids 0, timestamp now).
+    fn default() -> Self {
+        Frame::new(Header::default())
+    }
+}
+
+impl Frame {
+    /// An empty frame with this header.
+    #[must_use]
+    pub fn new(header: Header) -> Self {
+        Frame {
+            header,
+            params: Params::default(),
+            attachments: Vec::new(),
+            attachment_names: String::new(),
+        }
+    }
+
+    /// An empty frame sized by `config`: filling it up to the hint does no
+    /// growth at all.
+    #[must_use]
+    pub fn with_config(header: Header, config: FrameConfig) -> Self {
+        Frame {
+            header,
+            params: Params::with_capacity(config.params, config.text_bytes),
+            attachments: Vec::with_capacity(config.attachments),
+            attachment_names: String::with_capacity(config.attachments * 16),
+        }
+    }
+
+    /// Grows the frame's storage for `config` more parameters, text bytes
+    /// and attachments.
+    pub fn reserve(&mut self, config: FrameConfig) {
+        self.params.reserve(config.params, config.text_bytes);
+        self.attachments.reserve(config.attachments);
+    }
+
+    /// The header.
+    #[must_use]
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The header, for changing fields in place.
+    pub fn header_mut(&mut self) -> &mut Header {
+        &mut self.header
+    }
+
+    /// Replaces the header.
+    pub fn set_header(&mut self, header: Header) {
+        self.header = header;
+    }
+
+    /// Appends `(device, param) = value` in O(1) without checking for an
+    /// existing key (the C++ `add`). Use [`set`](Frame::set) to upsert.
+    ///
+    /// Adding a key twice is a caller bug: debug builds panic; release builds
+    /// keep both entries (both are encoded, lookups find the first).
+    ///
+    /// `device` must not contain U+001F (the key separator): such a key would
+    /// split differently when decoded. Debug builds assert this; use
+    /// [`FlatKey::new`] to check it at run time.
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let mut frame = Frame::default();
+    /// frame.add("sdr_1", "rx_gain", 30.0);
+    /// frame.add("sdr_1", "locked", true);
+    /// frame.add("sdr_1", "fw", "v1.3.5");
+    /// frame.add("sdr_1", "samples", 4096);
+    /// assert_eq!(frame.len(), 4);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the frame's text (keys and string values) would exceed 4 GiB.
+    pub fn add<'v>(&mut self, device: &str, param: &str, value: impl Into<ValueRef<'v>>) {
+        debug_assert!(
+            !device.contains(crate::key::SEPARATOR),
+            "device name {device:?} contains the key separator U+001F"
+        );
+        debug_assert!(
+            self.find(device, param).is_none(),
+            "Frame::add: duplicate key ({device:?}, {param:?}); use set() to upsert"
+        );
+        self.params.push(device, param, None, value.into());
+    }
+
+    /// [`add`](Frame::add) with a pre-composed key: the key's hash is reused.
+    pub fn add_flat<'v>(&mut self, key: &FlatKey, value: impl Into<ValueRef<'v>>) {
+        debug_assert!(
+            self.find_flat(key).is_none(),
+            "Frame::add_flat: duplicate key {key:?}; use set_flat() to upsert"
+        );
+        self.params
+            .push(key.device(), key.param(), Some(key.hash()), value.into());
+    }
+
+    /// Sets `(device, param)` to `value`, inserting it at the end if absent
+    /// (upsert). An existing key keeps its position.
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let mut frame = Frame::default();
+    /// frame.set("sdr_1", "rx_gain", 30.0);
+    /// frame.set("sdr_1", "rx_gain", 31.5);
+    /// assert_eq!(frame.len(), 1);
+    /// assert_eq!(frame.find("sdr_1", "rx_gain").unwrap().as_f64(), Some(31.5));
+    /// ```
+    pub fn set<'v>(&mut self, device: &str, param: &str, value: impl Into<ValueRef<'v>>) {
+        let value = value.into();
+        match self.params.position(device, param, None) {
+            Some(i) => self.params.replace(i, value),
+            None => {
+                self.params.push(device, param, None, value);
+            }
+        }
+    }
+
+    /// [`set`](Frame::set) with a pre-composed key.
+    pub fn set_flat<'v>(&mut self, key: &FlatKey, value: impl Into<ValueRef<'v>>) {
+        let value = value.into();
+        match self
+            .params
+            .position(key.device(), key.param(), Some(key.hash()))
+        {
+            Some(i) => self.params.replace(i, value),
+            None => {
+                self.params
+                    .push(key.device(), key.param(), Some(key.hash()), value);
+            }
+        }
+    }
+
+    /// Changes the value of an existing key. Returns `false`, and changes
+    /// nothing, if the key is absent.
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let mut frame = Frame::default();
+    /// assert!(!frame.update("sdr_1", "rx_gain", 30.0));
+    /// assert!(frame.is_empty());
+    /// frame.add("sdr_1", "rx_gain", 30.0);
+    /// assert!(frame.update("sdr_1", "rx_gain", 12));
+    /// assert_eq!(frame.find("sdr_1", "rx_gain").unwrap().as_i64(), Some(12));
+    /// ```
+    #[must_use = "update changes nothing when the key is absent; use set() to insert"]
+    pub fn update<'v>(
+        &mut self,
+        device: &str,
+        param: &str,
+        value: impl Into<ValueRef<'v>>,
+    ) -> bool {
+        match self.params.position(device, param, None) {
+            Some(i) => {
+                self.params.replace(i, value.into());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`update`](Frame::update) with a pre-composed key.
+    #[must_use = "update changes nothing when the key is absent; use set_flat() to insert"]
+    pub fn update_flat<'v>(&mut self, key: &FlatKey, value: impl Into<ValueRef<'v>>) -> bool {
+        match self
+            .params
+            .position(key.device(), key.param(), Some(key.hash()))
+        {
+            Some(i) => {
+                self.params.replace(i, value.into());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The value of `(device, param)`, without allocating. With duplicate
+    /// keys (from the wire, or `add` misuse in release builds) the first
+    /// occurrence is found.
+    #[must_use]
+    pub fn find(&self, device: &str, param: &str) -> Option<ValueRef<'_>> {
+        self.params
+            .position(device, param, None)
+            .map(|i| self.params.get(i))
+    }
+
+    /// [`find`](Frame::find) with a pre-composed key: no hashing at all.
+    #[must_use]
+    pub fn find_flat(&self, key: &FlatKey) -> Option<ValueRef<'_>> {
+        self.params
+            .position(key.device(), key.param(), Some(key.hash()))
+            .map(|i| self.params.get(i))
+    }
+
+    /// Whether `(device, param)` is present.
+    #[must_use]
+    pub fn contains(&self, device: &str, param: &str) -> bool {
+        self.params.position(device, param, None).is_some()
+    }
+
+    /// Number of parameters (`parameters_size()`).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.params.len()
+    }
+
+    /// Whether the frame has no parameters.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.params.len() == 0
+    }
+
+    /// The parameters as `(device, param, value)`, in insertion order
+    /// (`iterate_parameters`).
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let mut frame = Frame::default();
+    /// frame.add("a", "x", 1);
+    /// frame.add("b", "y", "two");
+    /// let listed: Vec<String> = frame.iter().map(|(d, p, v)| format!("{d}.{p}={v}")).collect();
+    /// assert_eq!(listed, ["a.x=1", "b.y=two"]);
+    /// ```
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str, ValueRef<'_>)> + '_ {
+        self.params.iter()
+    }
+
+    /// Appends an attachment. The data is moved in, never copied: a
+    /// `Vec<u8>` becomes a [`Bytes`] without copying, and a `Bytes` is kept
+    /// as it is.
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let mut frame = Frame::default();
+    /// let iq = vec![0u8; 4096];
+    /// let ptr = iq.as_ptr();
+    /// frame.add_attachment("raw_iq", iq);
+    /// let (name, data) = frame.attachments().next().unwrap();
+    /// assert_eq!((name, data.len(), data.as_ptr()), ("raw_iq", 4096, ptr));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the data or the name is 4 GiB or longer (MessagePack's limit).
+    pub fn add_attachment(&mut self, name: &str, data: impl Into<Bytes>) {
+        let data = data.into();
+        assert!(
+            u32::try_from(data.len()).is_ok(),
+            "attachment data must be shorter than 4 GiB"
+        );
+        let name_start = self.attachment_names.len();
+        assert!(
+            u32::try_from(name_start + name.len()).is_ok(),
+            "attachment names are limited to 4 GiB in all"
+        );
+        self.attachment_names.push_str(name);
+        self.attachments.push(AttachmentSlot {
+            name_start: name_start as u32,
+            name_len: name.len() as u32,
+            data,
+        });
+    }
+
+    /// The attachments as `(name, data)`, in insertion order
+    /// (`get_attachments()`). Clone a [`Bytes`] to keep it: that shares the
+    /// data, it does not copy it.
+    pub fn attachments(&self) -> impl ExactSizeIterator<Item = (&str, &Bytes)> + '_ {
+        self.attachments
+            .iter()
+            .map(move |a| (self.attachment_name(a), &a.data))
+    }
+
+    /// The data of the first attachment with this name.
+    #[must_use]
+    pub fn attachment(&self, name: &str) -> Option<&Bytes> {
+        self.attachments().find(|(n, _)| *n == name).map(|(_, d)| d)
+    }
+
+    /// Number of attachments.
+    #[must_use]
+    pub fn attachment_count(&self) -> usize {
+        self.attachments.len()
+    }
+
+    /// Removes all parameters and attachments, keeping the capacity of every
+    /// container, so the next message fills the frame without allocating.
+    /// The header is kept (set the new counter or timestamp yourself).
+    pub fn clear(&mut self) {
+        self.params.clear();
+        self.attachments.clear();
+        self.attachment_names.clear();
+    }
+
+    /// Appends the encoded frame to `out`. Reuse one buffer across messages
+    /// (`out.clear()` first) and nothing is allocated once it is large enough.
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let mut frame = Frame::default();
+    /// let mut buf = Vec::with_capacity(256);
+    /// for i in 0..3 {
+    ///     frame.clear();
+    ///     frame.add("dev", "i", i);
+    ///     buf.clear();
+    ///     frame.encode_into(&mut buf);
+    ///     assert_eq!(buf.len(), frame.encoded_len());
+    /// }
+    /// ```
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        encode::encode_frame(self, out);
+    }
+
+    /// Encodes into a new `Vec` (one allocation).
+    #[must_use]
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode::encode_frame(self, &mut out);
+        out
+    }
+
+    /// The exact number of bytes [`encode`](Frame::encode) produces.
+    #[must_use]
+    pub fn encoded_len(&self) -> usize {
+        encode::encoded_len(self)
+    }
+
+    /// Decodes exactly one frame from `bytes` (trailing bytes are an error)
+    /// with the default [`Decoder`]. Attachment data is copied; see
+    /// [`Frame::decode_shared`] to share it instead, or
+    /// [`FrameView`](crate::FrameView) to borrow everything.
+    pub fn decode(bytes: &[u8]) -> Result<Frame, DecodeError> {
+        Decoder::new().decode(bytes)
+    }
+
+    /// Decodes exactly one frame into this one, reusing its capacity: in the
+    /// steady state (same message shapes) this allocates nothing, except the
+    /// copy of attachment data. On error the frame holds no parameters and
+    /// no attachments, and its header is unchanged.
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let mut out = Frame::default();
+    /// out.add("a", "x", 1);
+    /// let mut src = Frame::default();
+    /// src.add("b", "y", 2.5);
+    /// out.decode_from(&src.encode())?;
+    /// assert_eq!(out, src);
+    /// assert!(out.decode_from(b"\x93junk").is_err());
+    /// assert!(out.is_empty());
+    /// # Ok::<(), messageframe::DecodeError>(())
+    /// ```
+    pub fn decode_from(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        Decoder::new().decode_into(self, bytes)
+    }
+
+    /// Decodes one frame from a [`Bytes`] buffer; attachments share the
+    /// buffer instead of being copied.
+    pub fn decode_shared(bytes: &Bytes) -> Result<Frame, DecodeError> {
+        let mut frame = Frame::default();
+        Decoder::new().decode_shared_into(&mut frame, bytes)?;
+        Ok(frame)
+    }
+
+    pub(crate) fn params(&self) -> &Params {
+        &self.params
+    }
+
+    pub(crate) fn params_mut(&mut self) -> &mut Params {
+        &mut self.params
+    }
+
+    pub(crate) fn attachment_slots(&self) -> &[AttachmentSlot] {
+        &self.attachments
+    }
+
+    pub(crate) fn attachment_name(&self, a: &AttachmentSlot) -> &str {
+        let start = a.name_start as usize;
+        &self.attachment_names[start..start + a.name_len as usize]
+    }
+
+    pub(crate) fn attachment_names_len(&self) -> usize {
+        self.attachment_names.len()
+    }
+
+    pub(crate) fn reserve_attachments(&mut self, count: usize) {
+        self.attachments.reserve(count);
+    }
+}
+
+impl PartialEq for Frame {
+    /// Same header, same parameters in the same order, same attachments.
+    /// Doubles compare with `==` (so a frame holding NaN is not equal to
+    /// itself; compare [`encode`](Frame::encode)d bytes for that).
+    fn eq(&self, other: &Self) -> bool {
+        self.header == other.header
+            && self.len() == other.len()
+            && self.iter().eq(other.iter())
+            && self.attachments().eq(other.attachments())
+    }
+}
+
+impl fmt::Debug for Frame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Params<'a>(&'a Frame);
+        impl fmt::Debug for Params<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_list().entries(self.0.iter()).finish()
+            }
+        }
+        struct Atts<'a>(&'a Frame);
+        impl fmt::Debug for Atts<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_list()
+                    .entries(self.0.attachments().map(|(n, d)| (n, d.len())))
+                    .finish()
+            }
+        }
+        f.debug_struct("Frame")
+            .field("header", &self.header)
+            .field("params", &Params(self))
+            .field("attachments", &Atts(self))
+            .finish()
+    }
+}

@@ -1,0 +1,242 @@
+//! The fixed frame header: what a router reads without touching the payload.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::DecodeError;
+
+/// The fixed header of a frame: eight plain integers.
+///
+/// A router can read it with [`Header::peek`] without decoding parameters or
+/// attachments. Message id and type are `i32` on the wire; any type that
+/// converts into `i32` (your own `#[repr(i32)]` enum with a `From` impl) can be
+/// passed in, and [`message_id_as`](Header::message_id_as) converts back.
+///
+/// ```
+/// use messageframe::Header;
+///
+/// #[derive(Debug, PartialEq)]
+/// enum Msg { Telemetry = 1001 }
+/// impl From<Msg> for i32 { fn from(m: Msg) -> i32 { m as i32 } }
+/// impl TryFrom<i32> for Msg {
+///     type Error = i32;
+///     fn try_from(v: i32) -> Result<Self, i32> {
+///         if v == 1001 { Ok(Msg::Telemetry) } else { Err(v) }
+///     }
+/// }
+///
+/// let mut h = Header::new(Msg::Telemetry, 1, 50, 99).with_counter(7);
+/// assert_eq!(h.message_id_as::<Msg>(), Ok(Msg::Telemetry));
+/// assert_eq!((h.source(), h.target(), h.counter(), h.version()), (50, 99, 7, 1));
+/// h.set_flags(0x8000);
+/// assert_eq!(h.flags(), 0x8000);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Header {
+    timestamp: u64,
+    counter: u64,
+    source: u32,
+    target: u32,
+    message_id: i32,
+    message_type: i32,
+    version: u16,
+    flags: u16,
+}
+
+/// Milliseconds since the UNIX epoch (0 if the clock is before it).
+#[must_use]
+pub fn now_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Default for Header {
+    /// All ids zero, version 1, timestamp = now.
+    fn default() -> Self {
+        Header::new(0, 0, 0, 0)
+    }
+}
+
+impl Header {
+    /// The protocol version a new header carries.
+    pub const DEFAULT_VERSION: u16 = 1;
+
+    /// A header with the given ids, counter 0, version 1, flags 0, and the
+    /// current time as timestamp (the C++ constructor's defaults).
+    #[must_use]
+    pub fn new(
+        message_id: impl Into<i32>,
+        message_type: impl Into<i32>,
+        source: u32,
+        target: u32,
+    ) -> Self {
+        Header {
+            timestamp: now_millis(),
+            counter: 0,
+            source,
+            target,
+            message_id: message_id.into(),
+            message_type: message_type.into(),
+            version: Self::DEFAULT_VERSION,
+            flags: 0,
+        }
+    }
+
+    /// A header with every field given, timestamp included. Used by decoders
+    /// and by tests that need fixed bytes.
+    #[allow(clippy::too_many_arguments)]
+    #[must_use]
+    pub const fn from_fields(
+        timestamp: u64,
+        counter: u64,
+        source: u32,
+        target: u32,
+        message_id: i32,
+        message_type: i32,
+        version: u16,
+        flags: u16,
+    ) -> Self {
+        Header {
+            timestamp,
+            counter,
+            source,
+            target,
+            message_id,
+            message_type,
+            version,
+            flags,
+        }
+    }
+
+    /// Reads only the header of the frame at the start of `bytes`, without
+    /// walking its parameters or attachments: the cost does not depend on the
+    /// payload size. This is a router's fast path.
+    ///
+    /// The rest of the frame is not validated; a frame whose header peeks fine
+    /// may still fail a full decode.
+    ///
+    /// ```
+    /// use messageframe::{Frame, Header};
+    ///
+    /// let frame = Frame::new(Header::new(42, 7, 1, 2).with_timestamp(5));
+    /// let bytes = frame.encode();
+    /// let header = Header::peek(&bytes)?;
+    /// assert_eq!(header, *frame.header());
+    /// # Ok::<(), messageframe::DecodeError>(())
+    /// ```
+    pub fn peek(bytes: &[u8]) -> Result<Header, DecodeError> {
+        crate::decode::peek_header(bytes)
+    }
+
+    /// Builder: sets the timestamp (ms since the UNIX epoch).
+    #[must_use]
+    pub const fn with_timestamp(mut self, timestamp: u64) -> Self {
+        self.timestamp = timestamp;
+        self
+    }
+    /// Builder: sets the message counter.
+    #[must_use]
+    pub const fn with_counter(mut self, counter: u64) -> Self {
+        self.counter = counter;
+        self
+    }
+    /// Builder: sets the protocol version.
+    #[must_use]
+    pub const fn with_version(mut self, version: u16) -> Self {
+        self.version = version;
+        self
+    }
+    /// Builder: sets the flags.
+    #[must_use]
+    pub const fn with_flags(mut self, flags: u16) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Timestamp, milliseconds since the UNIX epoch.
+    #[must_use]
+    pub const fn timestamp(&self) -> u64 {
+        self.timestamp
+    }
+    /// Message counter.
+    #[must_use]
+    pub const fn counter(&self) -> u64 {
+        self.counter
+    }
+    /// Source id.
+    #[must_use]
+    pub const fn source(&self) -> u32 {
+        self.source
+    }
+    /// Target id.
+    #[must_use]
+    pub const fn target(&self) -> u32 {
+        self.target
+    }
+    /// Message id as a raw `i32`.
+    #[must_use]
+    pub const fn message_id(&self) -> i32 {
+        self.message_id
+    }
+    /// Message type as a raw `i32`.
+    #[must_use]
+    pub const fn message_type(&self) -> i32 {
+        self.message_type
+    }
+    /// Protocol version.
+    #[must_use]
+    pub const fn version(&self) -> u16 {
+        self.version
+    }
+    /// Flags.
+    #[must_use]
+    pub const fn flags(&self) -> u16 {
+        self.flags
+    }
+
+    /// Message id converted to the caller's type (`getMessageId<Enum>()`).
+    pub fn message_id_as<E: TryFrom<i32>>(&self) -> Result<E, E::Error> {
+        E::try_from(self.message_id)
+    }
+    /// Message type converted to the caller's type.
+    pub fn message_type_as<E: TryFrom<i32>>(&self) -> Result<E, E::Error> {
+        E::try_from(self.message_type)
+    }
+
+    /// Sets the timestamp (ms since the UNIX epoch).
+    pub fn set_timestamp(&mut self, timestamp: u64) {
+        self.timestamp = timestamp;
+    }
+    /// Sets the timestamp to the current time (`updateTimestamp()`).
+    pub fn update_timestamp(&mut self) {
+        self.timestamp = now_millis();
+    }
+    /// Sets the message counter.
+    pub fn set_counter(&mut self, counter: u64) {
+        self.counter = counter;
+    }
+    /// Sets the source id.
+    pub fn set_source(&mut self, source: u32) {
+        self.source = source;
+    }
+    /// Sets the target id.
+    pub fn set_target(&mut self, target: u32) {
+        self.target = target;
+    }
+    /// Sets the message id from anything that converts into `i32`.
+    pub fn set_message_id(&mut self, id: impl Into<i32>) {
+        self.message_id = id.into();
+    }
+    /// Sets the message type from anything that converts into `i32`.
+    pub fn set_message_type(&mut self, ty: impl Into<i32>) {
+        self.message_type = ty.into();
+    }
+    /// Sets the protocol version.
+    pub fn set_version(&mut self, version: u16) {
+        self.version = version;
+    }
+    /// Sets the flags.
+    pub fn set_flags(&mut self, flags: u16) {
+        self.flags = flags;
+    }
+}

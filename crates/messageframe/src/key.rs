@@ -1,0 +1,141 @@
+//! Two-part keys: `(device, parameter)` joined by the ASCII Unit Separator.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+
+use foldhash::fast::SeedableRandomState;
+use foldhash::SharedSeed;
+
+/// The byte that joins device and parameter in a flat key (ASCII Unit
+/// Separator, 0x1F). Never a dot: device names may contain dots.
+pub const SEPARATOR: char = '\u{1f}';
+pub(crate) const SEPARATOR_BYTE: u8 = 0x1f;
+
+/// Hashes a key by its two parts, so that a lookup by `(device, param)`
+/// never has to join them first. The seed is random per process (crafted keys
+/// cannot be precomputed to collide) and fixed within it (a [`FlatKey`]'s
+/// stored hash is valid for every frame).
+#[inline]
+pub(crate) fn hash_parts(device: &[u8], param: &[u8]) -> u64 {
+    let mut h = SeedableRandomState::with_seed(0x6d66_7261_6d65, SharedSeed::global_random())
+        .build_hasher();
+    h.write(device);
+    h.write(param);
+    h.finish()
+}
+
+/// Splits a flat key at its first separator. A key without one decodes as
+/// device `""` and the whole key as parameter (what the C++ library does).
+#[inline]
+pub(crate) fn split_flat(flat: &str) -> (&str, &str) {
+    match flat.as_bytes().iter().position(|&b| b == SEPARATOR_BYTE) {
+        Some(i) => (&flat[..i], &flat[i + 1..]),
+        None => ("", flat),
+    }
+}
+
+/// A device name contained the separator, so no flat key can represent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidKey {
+    device: String,
+}
+
+impl fmt::Display for InvalidKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "device name {:?} contains the key separator U+001F",
+            self.device
+        )
+    }
+}
+
+impl std::error::Error for InvalidKey {}
+
+/// A pre-composed `(device, parameter)` key with its hash, for hot loops that
+/// touch the same parameter in every message (`FlatKey::compose` in C++).
+///
+/// It can only be built from its two parts, so it always carries exactly the
+/// separator the wire format uses.
+///
+/// ```
+/// use messageframe::{FlatKey, Frame};
+///
+/// let gain = FlatKey::new("sdr_1", "rx_gain")?;
+/// let mut frame = Frame::default();
+/// for i in 0..3 {
+///     frame.clear();
+///     frame.add_flat(&gain, 30.0 + f64::from(i));
+///     assert_eq!(frame.find_flat(&gain).and_then(|v| v.as_f64()), Some(30.0 + f64::from(i)));
+/// }
+/// assert_eq!(gain.device(), "sdr_1");
+/// assert_eq!(gain.param(), "rx_gain");
+/// # Ok::<(), messageframe::InvalidKey>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct FlatKey {
+    flat: Box<str>,
+    sep: usize,
+    hash: u64,
+}
+
+impl FlatKey {
+    /// Composes `device + U+001F + param`. Fails if `device` contains the
+    /// separator, since the key would then split differently when decoded.
+    /// (`param` may contain it: keys split at their first separator.)
+    pub fn new(device: &str, param: &str) -> Result<FlatKey, InvalidKey> {
+        if device.as_bytes().contains(&SEPARATOR_BYTE) {
+            return Err(InvalidKey {
+                device: device.to_owned(),
+            });
+        }
+        let mut flat = String::with_capacity(device.len() + 1 + param.len());
+        flat.push_str(device);
+        flat.push(SEPARATOR);
+        flat.push_str(param);
+        let hash = hash_parts(device.as_bytes(), param.as_bytes());
+        Ok(FlatKey {
+            flat: flat.into_boxed_str(),
+            sep: device.len(),
+            hash,
+        })
+    }
+
+    /// The device part.
+    #[must_use]
+    pub fn device(&self) -> &str {
+        &self.flat[..self.sep]
+    }
+
+    /// The parameter part.
+    #[must_use]
+    pub fn param(&self) -> &str {
+        &self.flat[self.sep + 1..]
+    }
+
+    /// The flat key as it goes on the wire: `device`, U+001F, `param`.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.flat
+    }
+
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
+impl fmt::Debug for FlatKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("FlatKey")
+            .field(&self.device())
+            .field(&self.param())
+            .finish()
+    }
+}
+
+impl fmt::Display for FlatKey {
+    /// `device.param`, the form people read (the wire uses U+001F).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.device(), self.param())
+    }
+}

@@ -1,0 +1,62 @@
+//! # messageframe
+//!
+//! Schema-free, typed telemetry and control messages on a plain MessagePack
+//! wire format, byte-compatible with the C++17 MessageFrame library.
+//!
+//! A [`Frame`] has a fixed [`Header`] (timestamp, counter, source, target,
+//! message id and type, version, flags), parameters addressed by a two-part
+//! key `(device, parameter)` with typed values (int64, double, string, bool),
+//! and named binary attachments that never go through the key/value store.
+//!
+//! ```
+//! use messageframe::{Frame, FrameView, Header};
+//!
+//! // Build a frame: message id 1001, type 1, from node 50 to node 99.
+//! let mut frame = Frame::new(Header::new(1001, 1, 50, 99).with_counter(1));
+//! frame.add("sensor_alpha", "voltage", 12.6);
+//! frame.add("device_core", "fw_version", "v3.2.1");
+//! frame.add_attachment("raw_iq", vec![0u8; 4096]);
+//!
+//! // Encode into a reused buffer.
+//! let mut buf = Vec::new();
+//! frame.encode_into(&mut buf);
+//!
+//! // A router reads only the header.
+//! assert_eq!(Header::peek(&buf)?.target(), 99);
+//!
+//! // A receiver decodes into an owned frame...
+//! let received = Frame::decode(&buf)?;
+//! assert_eq!(received.find("sensor_alpha", "voltage").and_then(|v| v.as_f64()), Some(12.6));
+//!
+//! // ...or reads it in place, without copying anything.
+//! let view = FrameView::new(&buf)?;
+//! assert_eq!(view.find("device_core", "fw_version").and_then(|v| v.as_str()), Some("v3.2.1"));
+//! assert_eq!(view.attachment("raw_iq").map(<[u8]>::len), Some(4096));
+//! # Ok::<(), messageframe::DecodeError>(())
+//! ```
+//!
+//! The wire format is specified in `docs/wire-format.md`; the storage design
+//! in `docs/architecture.md`.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
+#![doc(test(attr(deny(warnings))))]
+
+mod decode;
+mod encode;
+mod error;
+mod frame;
+mod header;
+mod key;
+mod params;
+mod value;
+mod view;
+
+pub use bytes::Bytes;
+pub use decode::{Decoder, Limits};
+pub use error::{Context, DecodeError, ErrorKind, Expected, Limit};
+pub use frame::{Frame, FrameConfig};
+pub use header::{now_millis, Header};
+pub use key::{FlatKey, InvalidKey, SEPARATOR};
+pub use value::{UnknownValue, Value, ValueRef, ValueType};
+pub use view::{FrameView, ViewAttachments, ViewParams};

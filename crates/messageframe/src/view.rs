@@ -1,0 +1,323 @@
+//! The zero-copy view: a validated frame read in place.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Range;
+
+use crate::decode::{read_value, walk, Decoder, Layout, Reader, Sink};
+use crate::error::{Context, DecodeError, ErrorKind, Limit};
+use crate::frame::Frame;
+use crate::header::Header;
+use crate::key::{FlatKey, SEPARATOR_BYTE};
+use crate::value::ValueRef;
+
+/// A frame read in place: keys, string values and attachments are borrowed
+/// from the input bytes, nothing is copied or allocated.
+///
+/// Construction validates the whole frame (the same checks as the owned
+/// decoder), so a `FrameView` is always a valid frame. Lookups scan the
+/// parameters (O(n), no index is built); for many lookups in a large frame
+/// decode into a [`Frame`] instead.
+///
+/// ```
+/// use messageframe::{Frame, FrameView};
+///
+/// let mut frame = Frame::default();
+/// frame.add("sdr_1", "rx_gain", 30.5);
+/// frame.add("core", "fw", "v1.3.5");
+/// frame.add_attachment("iq", vec![0xAB; 1024]);
+/// let bytes = frame.encode();
+///
+/// let view = FrameView::new(&bytes)?;
+/// assert_eq!(view.find("core", "fw").and_then(|v| v.as_str()), Some("v1.3.5"));
+/// let (name, data) = view.attachments().next().unwrap();
+/// assert_eq!((name, data.len()), ("iq", 1024));
+/// // The data points into `bytes`: no copy.
+/// assert!(bytes.as_ptr_range().contains(&data.as_ptr()));
+/// # Ok::<(), messageframe::DecodeError>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct FrameView<'a> {
+    bytes: &'a [u8],
+    header: Header,
+    layout: Layout,
+}
+
+struct ViewSink<'a> {
+    seen: Option<HashSet<(&'a str, &'a str)>>,
+}
+
+impl<'a> Sink<'a> for ViewSink<'a> {
+    fn begin_params(&mut self, _count: usize) {}
+
+    fn param(
+        &mut self,
+        key: &'a str,
+        _value: ValueRef<'a>,
+        detect_duplicates: bool,
+    ) -> Result<bool, Limit> {
+        if !detect_duplicates {
+            return Ok(false);
+        }
+        // Only strict decoding pays for this set.
+        let seen = self.seen.get_or_insert_with(HashSet::new);
+        Ok(!seen.insert(crate::key::split_flat(key)))
+    }
+
+    fn begin_attachments(&mut self, _count: usize) {}
+
+    fn attachment(&mut self, _name: &'a str, _data: Range<usize>) -> Result<(), Limit> {
+        Ok(())
+    }
+}
+
+impl Decoder {
+    /// Validates exactly one frame (trailing bytes are an error) and returns
+    /// a borrowed view of it.
+    pub fn view<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
+        let view = self.view_prefix(bytes)?;
+        if view.bytes.len() != bytes.len() {
+            return Err(DecodeError::new(
+                ErrorKind::TrailingBytes {
+                    count: bytes.len() - view.bytes.len(),
+                },
+                view.bytes.len(),
+                Context::Frame,
+            ));
+        }
+        Ok(view)
+    }
+
+    /// Validates the first frame of `bytes` and returns a view of it;
+    /// [`FrameView::encoded_len`] says how many bytes it used.
+    pub fn view_prefix<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
+        let mut sink = ViewSink { seen: None };
+        let (header, layout) = walk(self, bytes, &mut sink)?;
+        Ok(FrameView {
+            bytes: &bytes[..layout.end],
+            header,
+            layout,
+        })
+    }
+}
+
+/// Whether a wire key splits (at its first separator) into `(device, param)`.
+#[inline]
+fn key_matches(key: &[u8], device: &str, param: &str) -> bool {
+    let (d, p) = (device.as_bytes(), param.as_bytes());
+    if key.len() == d.len() + 1 + p.len()
+        && key[d.len()] == SEPARATOR_BYTE
+        && &key[..d.len()] == d
+        && &key[d.len() + 1..] == p
+    {
+        // The separator found must be the first one.
+        return !d.contains(&SEPARATOR_BYTE);
+    }
+    // A key without separator is device "" and the whole key as parameter.
+    d.is_empty() && key == p && !p.contains(&SEPARATOR_BYTE)
+}
+
+impl<'a> FrameView<'a> {
+    /// Validates exactly one frame with the default [`Decoder`].
+    pub fn new(bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
+        Decoder::new().view(bytes)
+    }
+
+    /// The header.
+    #[must_use]
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Number of parameters.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.layout.params
+    }
+
+    /// Whether the frame has no parameters.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.layout.params == 0
+    }
+
+    /// The frame's bytes (exactly the bytes it was validated from).
+    #[must_use]
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// How many input bytes the frame occupies.
+    #[must_use]
+    pub fn encoded_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn reader_at(&self, pos: usize) -> Reader<'a> {
+        Reader::validated(self.bytes, pos)
+    }
+
+    /// The value of `(device, param)`, borrowed from the input. A linear scan
+    /// that compares key bytes and skips values without decoding them; the
+    /// first occurrence of a duplicate key is found.
+    #[must_use]
+    pub fn find(&self, device: &str, param: &str) -> Option<ValueRef<'a>> {
+        let mut r = self.reader_at(self.layout.params_at);
+        for _ in 0..self.layout.params {
+            let key = r.str_bytes().ok()?;
+            if key_matches(key, device, param) {
+                return read_value(&mut r).ok();
+            }
+            r.skip().ok()?;
+        }
+        None
+    }
+
+    /// [`find`](FrameView::find) with a pre-composed key.
+    #[must_use]
+    pub fn find_flat(&self, key: &FlatKey) -> Option<ValueRef<'a>> {
+        self.find(key.device(), key.param())
+    }
+
+    /// Whether `(device, param)` is present.
+    #[must_use]
+    pub fn contains(&self, device: &str, param: &str) -> bool {
+        self.find(device, param).is_some()
+    }
+
+    /// The parameters as `(device, param, value)` in wire order, borrowed
+    /// from the input.
+    pub fn iter(&self) -> ViewParams<'a> {
+        ViewParams {
+            reader: self.reader_at(self.layout.params_at),
+            remaining: self.layout.params,
+        }
+    }
+
+    /// The attachments as `(name, data)` in wire order, borrowed from the
+    /// input.
+    pub fn attachments(&self) -> ViewAttachments<'a> {
+        ViewAttachments {
+            reader: self.reader_at(self.layout.attachments_at),
+            remaining: self.layout.attachments,
+        }
+    }
+
+    /// The data of the first attachment with this name.
+    #[must_use]
+    pub fn attachment(&self, name: &str) -> Option<&'a [u8]> {
+        self.attachments().find(|(n, _)| *n == name).map(|(_, d)| d)
+    }
+
+    /// Number of attachments.
+    #[must_use]
+    pub fn attachment_count(&self) -> usize {
+        self.layout.attachments
+    }
+
+    /// Copies the view into an owned [`Frame`].
+    #[must_use]
+    pub fn to_frame(&self) -> Frame {
+        let mut frame = Frame::new(self.header);
+        for (d, p, v) in self.iter() {
+            frame.params_mut().push(d, p, None, v);
+        }
+        for (name, data) in self.attachments() {
+            frame.add_attachment(name, data.to_vec());
+        }
+        frame
+    }
+}
+
+impl<'a> From<FrameView<'a>> for Frame {
+    fn from(view: FrameView<'a>) -> Frame {
+        view.to_frame()
+    }
+}
+
+impl fmt::Debug for FrameView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrameView")
+            .field("header", &self.header)
+            .field("params", &self.iter().collect::<Vec<_>>())
+            .field(
+                "attachments",
+                &self
+                    .attachments()
+                    .map(|(n, d)| (n, d.len()))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// Iterator over a view's parameters: `(device, param, value)`.
+#[derive(Clone, Debug)]
+pub struct ViewParams<'a> {
+    reader: Reader<'a>,
+    remaining: usize,
+}
+
+impl<'a> Iterator for ViewParams<'a> {
+    type Item = (&'a str, &'a str, ValueRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        // The frame was validated when the view was made, so these reads
+        // succeed; should one fail anyway, the iteration ends.
+        let item = (|| {
+            let key = self.reader.str().ok()?;
+            let value = read_value(&mut self.reader).ok()?;
+            let (d, p) = crate::key::split_flat(key);
+            Some((d, p, value))
+        })();
+        if item.is_none() {
+            self.remaining = 0;
+        }
+        item
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for ViewParams<'_> {}
+
+/// Iterator over a view's attachments: `(name, data)`.
+#[derive(Clone, Debug)]
+pub struct ViewAttachments<'a> {
+    reader: Reader<'a>,
+    remaining: usize,
+}
+
+impl<'a> Iterator for ViewAttachments<'a> {
+    type Item = (&'a str, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let item = (|| {
+            let extra = self.reader.array_at_least(2).ok()?;
+            let name = self.reader.str().ok()?;
+            let range = self.reader.bin().ok()?;
+            self.reader.skip_n(extra).ok()?;
+            Some((name, &self.reader.input()[range]))
+        })();
+        if item.is_none() {
+            self.remaining = 0;
+        }
+        item
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for ViewAttachments<'_> {}
