@@ -585,13 +585,19 @@ pub(crate) fn read_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, DecodeE
                     Context::Frame,
                 ));
             }
-            ValueRef::Unknown(UnknownValue { tag, raw })
+            ValueRef::Unknown(UnknownValue::from_wire(tag, raw))
         }
     };
     if extra > 0 {
         r.skip_n(extra)?;
     }
     Ok(value)
+}
+
+/// Whether `raw` is exactly one complete MessagePack value.
+pub(crate) fn is_one_value(raw: &[u8]) -> bool {
+    let mut r = Reader::new(raw, &Limits::none());
+    r.skip().is_ok() && r.pos() == raw.len()
 }
 
 const HEADER_FIELDS: [&str; 8] = [
@@ -819,7 +825,7 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
     ) -> Result<bool, Limit> {
         let payload = match value {
             ValueRef::String(s) => s.len(),
-            ValueRef::Unknown(u) => 8 + u.raw.len(),
+            ValueRef::Unknown(u) => 8 + u.raw().len(),
             _ => 0,
         };
         self.charge(PER_ITEM_BYTES + key.len() + payload)?;

@@ -154,7 +154,7 @@ impl Params {
             }
             Slot::Unknown { start, len } => {
                 let (tag, raw) = self.unknown(start, len);
-                ValueRef::Unknown(UnknownValue { tag, raw })
+                ValueRef::Unknown(UnknownValue::from_wire(tag, raw))
             }
         }
     }
@@ -192,11 +192,11 @@ impl Params {
             }
             ValueRef::Unknown(u) => {
                 let start = to_u32(self.raw.len());
-                self.raw.extend_from_slice(&u.tag.to_le_bytes());
-                self.raw.extend_from_slice(u.raw);
+                self.raw.extend_from_slice(&u.tag().to_le_bytes());
+                self.raw.extend_from_slice(u.raw());
                 Slot::Unknown {
                     start,
-                    len: to_u32(8 + u.raw.len()),
+                    len: to_u32(8 + u.raw().len()),
                 }
             }
         }

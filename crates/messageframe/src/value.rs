@@ -60,13 +60,57 @@ pub(crate) const TAG_BOOL: u8 = 40;
 /// A value whose tag this library does not know, kept byte for byte.
 ///
 /// `raw` is the MessagePack encoding of the value element (the second element
-/// of the `[tag, value]` pair), exactly as it arrived.
+/// of the `[tag, value]` pair), exactly as it arrived. It is always exactly
+/// one valid MessagePack value, so a frame holding it always encodes to a
+/// valid frame.
+///
+/// ```
+/// use messageframe::{Frame, UnknownValue, ValueRef};
+///
+/// // Tag 50, value nil (0xc0): a relay keeps it without understanding it.
+/// let unknown = UnknownValue::new(50, &[0xc0]).unwrap();
+/// let mut frame = Frame::default();
+/// frame.add("future", "thing", ValueRef::Unknown(unknown));
+/// let back = Frame::decode(&frame.encode()).unwrap();
+/// assert_eq!(back.find("future", "thing"), Some(ValueRef::Unknown(unknown)));
+///
+/// assert!(UnknownValue::new(10, &[0x01]).is_none()); // 10 is Int64's tag
+/// assert!(UnknownValue::new(50, &[0x92, 0x01]).is_none()); // not one whole value
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UnknownValue<'a> {
+    tag: i64,
+    raw: &'a [u8],
+}
+
+impl<'a> UnknownValue<'a> {
+    /// An unknown-tag value, if `tag` is not one of the known tags and `raw`
+    /// is exactly one complete MessagePack value.
+    #[must_use]
+    pub fn new(tag: i64, raw: &'a [u8]) -> Option<Self> {
+        let known = [TAG_INT, TAG_DOUBLE, TAG_STRING, TAG_BOOL].map(i64::from);
+        if known.contains(&tag) || !crate::decode::is_one_value(raw) {
+            return None;
+        }
+        Some(UnknownValue { tag, raw })
+    }
+
+    /// Built by the decoder, which has just checked both conditions.
+    pub(crate) fn from_wire(tag: i64, raw: &'a [u8]) -> Self {
+        UnknownValue { tag, raw }
+    }
+
     /// The wire tag (anything but 10, 20, 30, 40).
-    pub tag: i64,
+    #[must_use]
+    pub fn tag(&self) -> i64 {
+        self.tag
+    }
+
     /// The value's MessagePack bytes.
-    pub raw: &'a [u8],
+    #[must_use]
+    pub fn raw(&self) -> &'a [u8] {
+        self.raw
+    }
 }
 
 /// A borrowed parameter value, as returned by lookups and iteration.
@@ -112,13 +156,9 @@ pub enum Value {
     String(String),
     /// Bool (tag 40).
     Bool(bool),
-    /// Any other tag, kept raw: the tag and the value's MessagePack bytes.
-    Unknown {
-        /// The wire tag.
-        tag: i64,
-        /// The value's MessagePack bytes.
-        raw: Vec<u8>,
-    },
+    /// Any other tag, kept raw: the tag and the value's MessagePack bytes
+    /// (build it from a checked [`UnknownValue`] with [`ValueRef::to_value`]).
+    Unknown(i64, Vec<u8>),
 }
 
 impl<'a> ValueRef<'a> {
@@ -196,10 +236,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Double(v) => Value::Double(v),
             ValueRef::String(v) => Value::String(v.to_owned()),
             ValueRef::Bool(v) => Value::Bool(v),
-            ValueRef::Unknown(u) => Value::Unknown {
-                tag: u.tag,
-                raw: u.raw.to_vec(),
-            },
+            ValueRef::Unknown(u) => Value::Unknown(u.tag, u.raw.to_vec()),
         }
     }
 }
@@ -213,7 +250,7 @@ impl Value {
             Value::Double(v) => ValueRef::Double(*v),
             Value::String(v) => ValueRef::String(v),
             Value::Bool(v) => ValueRef::Bool(*v),
-            Value::Unknown { tag, raw } => ValueRef::Unknown(UnknownValue { tag: *tag, raw }),
+            Value::Unknown(tag, raw) => ValueRef::Unknown(UnknownValue { tag: *tag, raw }),
         }
     }
     /// The value's type.
