@@ -9,7 +9,7 @@ use crate::encode;
 use crate::header::Header;
 use crate::key::FlatKey;
 use crate::params::{Params, TEXT_BYTES_PER_PARAM};
-use crate::value::ValueRef;
+use crate::value::{ToValueRef, ValueRef};
 use crate::DecodeError;
 
 /// A sizing hint for a new frame (`FrameConfig{initial_reserve}` in C++).
@@ -182,7 +182,7 @@ impl Frame {
     /// # Panics
     ///
     /// If the frame's text (keys and string values) would exceed 4 GiB.
-    pub fn add<'v>(&mut self, device: &str, param: &str, value: impl Into<ValueRef<'v>>) {
+    pub fn add(&mut self, device: &str, param: &str, value: impl ToValueRef) {
         debug_assert!(
             !device.contains(crate::key::SEPARATOR),
             "device name {device:?} contains the key separator U+001F"
@@ -191,17 +191,21 @@ impl Frame {
             self.find(device, param).is_none(),
             "Frame::add: duplicate key ({device:?}, {param:?}); use set() to upsert"
         );
-        self.params.push(device, param, None, value.into());
+        self.params.push(device, param, None, value.to_value_ref());
     }
 
     /// [`add`](Frame::add) with a pre-composed key: the key's hash is reused.
-    pub fn add_flat<'v>(&mut self, key: &FlatKey, value: impl Into<ValueRef<'v>>) {
+    pub fn add_flat(&mut self, key: &FlatKey, value: impl ToValueRef) {
         debug_assert!(
             self.find_flat(key).is_none(),
             "Frame::add_flat: duplicate key {key:?}; use set_flat() to upsert"
         );
-        self.params
-            .push(key.device(), key.param(), Some(key.hash()), value.into());
+        self.params.push(
+            key.device(),
+            key.param(),
+            Some(key.hash()),
+            value.to_value_ref(),
+        );
     }
 
     /// Sets `(device, param)` to `value`, inserting it at the end if absent
@@ -215,8 +219,8 @@ impl Frame {
     /// assert_eq!(frame.len(), 1);
     /// assert_eq!(frame.find("sdr_1", "rx_gain").unwrap().as_f64(), Some(31.5));
     /// ```
-    pub fn set<'v>(&mut self, device: &str, param: &str, value: impl Into<ValueRef<'v>>) {
-        let value = value.into();
+    pub fn set(&mut self, device: &str, param: &str, value: impl ToValueRef) {
+        let value = value.to_value_ref();
         match self.params.position(device, param, None) {
             Some(i) => self.params.replace(i, value),
             None => {
@@ -226,8 +230,8 @@ impl Frame {
     }
 
     /// [`set`](Frame::set) with a pre-composed key.
-    pub fn set_flat<'v>(&mut self, key: &FlatKey, value: impl Into<ValueRef<'v>>) {
-        let value = value.into();
+    pub fn set_flat(&mut self, key: &FlatKey, value: impl ToValueRef) {
+        let value = value.to_value_ref();
         match self
             .params
             .position(key.device(), key.param(), Some(key.hash()))
@@ -253,15 +257,10 @@ impl Frame {
     /// assert_eq!(frame.find("sdr_1", "rx_gain").unwrap().as_i64(), Some(12));
     /// ```
     #[must_use = "update changes nothing when the key is absent; use set() to insert"]
-    pub fn update<'v>(
-        &mut self,
-        device: &str,
-        param: &str,
-        value: impl Into<ValueRef<'v>>,
-    ) -> bool {
+    pub fn update(&mut self, device: &str, param: &str, value: impl ToValueRef) -> bool {
         match self.params.position(device, param, None) {
             Some(i) => {
-                self.params.replace(i, value.into());
+                self.params.replace(i, value.to_value_ref());
                 true
             }
             None => false,
@@ -270,13 +269,13 @@ impl Frame {
 
     /// [`update`](Frame::update) with a pre-composed key.
     #[must_use = "update changes nothing when the key is absent; use set_flat() to insert"]
-    pub fn update_flat<'v>(&mut self, key: &FlatKey, value: impl Into<ValueRef<'v>>) -> bool {
+    pub fn update_flat(&mut self, key: &FlatKey, value: impl ToValueRef) -> bool {
         match self
             .params
             .position(key.device(), key.param(), Some(key.hash()))
         {
             Some(i) => {
-                self.params.replace(i, value.into());
+                self.params.replace(i, value.to_value_ref());
                 true
             }
             None => false,

@@ -58,5 +58,5 @@ pub use error::{Context, DecodeError, ErrorKind, Expected, Limit};
 pub use frame::{Frame, FrameConfig};
 pub use header::{now_millis, Header};
 pub use key::{FlatKey, InvalidKey, SEPARATOR};
-pub use value::{UnknownValue, Value, ValueRef, ValueType};
+pub use value::{ToValueRef, UnknownValue, Value, ValueRef, ValueType};
 pub use view::{FrameView, ViewAttachments, ViewParams};

@@ -394,3 +394,67 @@ impl From<ValueRef<'_>> for Value {
         v.to_value()
     }
 }
+
+/// Anything that can be stored as a parameter value: the integer types up to
+/// `i64` and `u32`, `f64`, `f32`, `bool`, `&str`, `String`, [`Value`] and
+/// [`ValueRef`] (and references to them).
+///
+/// The frame copies the value into its own storage, so a `String` may be
+/// passed by value or by reference alike.
+///
+/// ```
+/// use messageframe::{Frame, Value};
+///
+/// let mut frame = Frame::default();
+/// frame.add("d", "int", 7);
+/// frame.add("d", "owned", String::from("moved in"));
+/// frame.add("d", "value", &Value::from(2.5));
+/// assert_eq!(frame.len(), 3);
+/// ```
+pub trait ToValueRef {
+    /// Borrows `self` as a [`ValueRef`].
+    fn to_value_ref(&self) -> ValueRef<'_>;
+}
+
+macro_rules! to_value_ref_via_from {
+    ($($t:ty),*) => {$(
+        impl ToValueRef for $t {
+            #[inline]
+            fn to_value_ref(&self) -> ValueRef<'_> {
+                ValueRef::from(*self)
+            }
+        }
+    )*};
+}
+to_value_ref_via_from!(i8, i16, i32, i64, u8, u16, u32, f32, f64, bool);
+
+impl ToValueRef for str {
+    #[inline]
+    fn to_value_ref(&self) -> ValueRef<'_> {
+        ValueRef::String(self)
+    }
+}
+impl ToValueRef for String {
+    #[inline]
+    fn to_value_ref(&self) -> ValueRef<'_> {
+        ValueRef::String(self)
+    }
+}
+impl ToValueRef for Value {
+    #[inline]
+    fn to_value_ref(&self) -> ValueRef<'_> {
+        self.as_value_ref()
+    }
+}
+impl ToValueRef for ValueRef<'_> {
+    #[inline]
+    fn to_value_ref(&self) -> ValueRef<'_> {
+        *self
+    }
+}
+impl<T: ToValueRef + ?Sized> ToValueRef for &T {
+    #[inline]
+    fn to_value_ref(&self) -> ValueRef<'_> {
+        (**self).to_value_ref()
+    }
+}

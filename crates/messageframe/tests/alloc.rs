@@ -1,0 +1,190 @@
+//! Zero heap allocations on the steady-state hot path: fill → encode →
+//! decode-into-existing on a reused frame and buffer, counted by a global
+//! allocator that only counts on the measuring thread while armed.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use messageframe::{FlatKey, Frame, FrameConfig, FrameView, Header};
+
+struct Counting;
+
+// Per thread: tests run in parallel, and each counts only its own work.
+thread_local! {
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+    static BYTES: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    // `try_with`: the thread-locals may be gone while a thread shuts down.
+    if ARMED.try_with(Cell::get).unwrap_or(false) {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        let _ = BYTES.try_with(|c| c.set(c.get() + size));
+    }
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations (count, bytes) made by `f` on this thread.
+fn count<R>(f: impl FnOnce() -> R) -> (usize, usize, R) {
+    let (a0, b0) = (ALLOCS.with(Cell::get), BYTES.with(Cell::get));
+    ARMED.with(|a| a.set(true));
+    let r = f();
+    ARMED.with(|a| a.set(false));
+    (ALLOCS.with(Cell::get) - a0, BYTES.with(Cell::get) - b0, r)
+}
+
+/// The benchmark's parameters (SPEC 5.2), names and strings pre-built.
+struct Inputs {
+    devices: Vec<String>,
+    params: Vec<String>,
+    strings: Vec<String>,
+}
+
+fn inputs(n: usize) -> Inputs {
+    Inputs {
+        devices: (0..n).map(|k| format!("d{}", k % 8)).collect(),
+        params: (0..n).map(|k| format!("p{k}")).collect(),
+        strings: (0..n).map(|k| format!("value_{k}")).collect(),
+    }
+}
+
+fn fill(frame: &mut Frame, inp: &Inputs) {
+    for k in 0..inp.params.len() {
+        let (d, p) = (&inp.devices[k], &inp.params[k]);
+        match k % 4 {
+            0 => frame.add(d, p, k as f64 * 1.5),
+            1 => frame.add(d, p, k as i64 * 1000),
+            2 => frame.add(d, p, k % 3 == 0),
+            _ => frame.add(d, p, &inp.strings[k]),
+        }
+    }
+}
+
+#[test]
+fn steady_state_fill_encode_decode_allocates_nothing() {
+    for n in [4usize, 32, 127] {
+        let inp = inputs(n);
+        let mut frame = Frame::new(Header::new(200, 7, 1, 2));
+        let mut decoded = Frame::default();
+        let mut buf = Vec::new();
+        let last = (inp.devices[n - 1].clone(), inp.params[n - 1].clone());
+        // Warm-up: containers reach their working size.
+        for _ in 0..2 {
+            frame.clear();
+            fill(&mut frame, &inp);
+            buf.clear();
+            frame.encode_into(&mut buf);
+            decoded.decode_from(&buf).unwrap();
+        }
+        for i in 0..10u64 {
+            let (allocs, bytes, found) = count(|| {
+                frame.clear();
+                frame.header_mut().set_counter(i);
+                fill(&mut frame, &inp);
+                buf.clear();
+                frame.encode_into(&mut buf);
+                decoded.decode_from(&buf).unwrap();
+                decoded.find(&last.0, &last.1).is_some()
+            });
+            assert!(found);
+            assert_eq!((allocs, bytes), (0, 0), "{n} params, iteration {i}");
+        }
+        assert_eq!(decoded, frame);
+    }
+}
+
+#[test]
+fn view_and_header_peek_allocate_nothing() {
+    let inp = inputs(127);
+    let mut frame = Frame::default();
+    fill(&mut frame, &inp);
+    frame.add_attachment("iq", vec![0xAB; 1 << 20]);
+    let bytes = frame.encode();
+    let (allocs, _, n) = count(|| {
+        let view = FrameView::new(&bytes).unwrap();
+        let header = Header::peek(&bytes).unwrap();
+        assert_eq!(header, *frame.header());
+        let found = view.find("d6", "p126").is_some();
+        assert!(found);
+        view.iter().count() + view.attachments().count()
+    });
+    assert_eq!(n, 128);
+    assert_eq!(allocs, 0);
+}
+
+#[test]
+fn flat_key_hot_loop_allocates_nothing() {
+    let keys: Vec<FlatKey> = (0..64)
+        .map(|k| FlatKey::new("sdr", &format!("ch{k}")).unwrap())
+        .collect();
+    let mut frame = Frame::default();
+    for round in 0..3 {
+        let (allocs, _, _) = count(|| {
+            frame.clear();
+            for (k, key) in keys.iter().enumerate() {
+                frame.add_flat(key, (k * round) as i64);
+            }
+            for key in &keys {
+                frame.set_flat(key, 1.5);
+                assert!(frame.find_flat(key).is_some());
+            }
+        });
+        if round > 0 {
+            assert_eq!(allocs, 0, "round {round}");
+        }
+    }
+}
+
+#[test]
+fn the_sizing_hint_removes_all_growth() {
+    for n in [4usize, 127, 150, 1024] {
+        let inp = inputs(n);
+        let mut frame = Frame::with_config(Header::default(), FrameConfig::for_params(n));
+        let (allocs, bytes, ()) = count(|| fill(&mut frame, &inp));
+        assert_eq!((allocs, bytes), (0, 0), "filling {n} params after a hint of {n}");
+        assert_eq!(frame.len(), n);
+    }
+}
+
+#[test]
+fn a_reused_frame_past_128_params_also_stops_allocating() {
+    let inp = inputs(1024);
+    let mut frame = Frame::default();
+    let mut decoded = Frame::default();
+    let mut buf = Vec::new();
+    for round in 0..3 {
+        let (allocs, _, ()) = count(|| {
+            frame.clear();
+            fill(&mut frame, &inp);
+            buf.clear();
+            frame.encode_into(&mut buf);
+            decoded.decode_from(&buf).unwrap();
+        });
+        if round > 0 {
+            assert_eq!(allocs, 0, "round {round}");
+        } else {
+            assert!(allocs > 0, "the counter works: the first round grows the frame");
+        }
+    }
+}
