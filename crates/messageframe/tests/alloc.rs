@@ -162,7 +162,11 @@ fn the_sizing_hint_removes_all_growth() {
         let inp = inputs(n);
         let mut frame = Frame::with_config(Header::default(), FrameConfig::for_params(n));
         let (allocs, bytes, ()) = count(|| fill(&mut frame, &inp));
-        assert_eq!((allocs, bytes), (0, 0), "filling {n} params after a hint of {n}");
+        assert_eq!(
+            (allocs, bytes),
+            (0, 0),
+            "filling {n} params after a hint of {n}"
+        );
         assert_eq!(frame.len(), n);
     }
 }
@@ -184,7 +188,93 @@ fn a_reused_frame_past_128_params_also_stops_allocating() {
         if round > 0 {
             assert_eq!(allocs, 0, "round {round}");
         } else {
-            assert!(allocs > 0, "the counter works: the first round grows the frame");
+            assert!(
+                allocs > 0,
+                "the counter works: the first round grows the frame"
+            );
         }
+    }
+}
+
+/// Hostile length claims are checked against the remaining input before
+/// anything is reserved: decoding fails and allocates only the error.
+#[test]
+fn huge_length_claims_fail_without_a_large_allocation() {
+    let header: &[u8] = &[0x93, 0x98, 1, 2, 3, 4, 5, 6, 1, 0];
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "map32 claiming 4 billion entries",
+            [
+                header,
+                &[0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, b'k', 0x92, 0x0a, 0x01],
+            ]
+            .concat(),
+        ),
+        (
+            "bin32 claiming 4 GiB",
+            [
+                header,
+                &[0x80, 0x91, 0x92, 0xa1, b'n', 0xc6, 0xff, 0xff, 0xff, 0xff],
+            ]
+            .concat(),
+        ),
+        (
+            "str32 claiming 4 GiB",
+            [
+                header,
+                &[0x81, 0xdb, 0xff, 0xff, 0xff, 0xff, 0x92, 0x0a, 0x01, 0x90],
+            ]
+            .concat(),
+        ),
+        (
+            "array32 of attachments claiming 4 billion",
+            [
+                header,
+                &[0x80, 0xdd, 0xff, 0xff, 0xff, 0xff, 0x92, 0xa1, b'n', 0xc4],
+            ]
+            .concat(),
+        ),
+        (
+            "top-level array32 claiming 4 billion",
+            vec![
+                0xdd, 0xff, 0xff, 0xff, 0xff, 0x98, 1, 2, 3, 4, 5, 6, 1, 0, 0x80, 0x90, 0xc0, 0xc0,
+                0xc0, 0xc0,
+            ],
+        ),
+        (
+            "unknown value: nested array16 headers",
+            [
+                header,
+                &[
+                    0x81, 0xa1, b'k', 0x92, 0x63, 0xdc, 0xff, 0xff, 0xdc, 0xff, 0xff, 0xdc, 0xff,
+                    0xff, 0xdc, 0xff, 0xff, 0xdc,
+                ],
+            ]
+            .concat(),
+        ),
+    ];
+    for (what, input) in &cases {
+        assert!(input.len() <= 28, "{what}: {} bytes", input.len());
+        let mut reused = Frame::default();
+        let (_, owned_bytes, r) = count(|| Frame::decode(input).map(drop));
+        assert!(r.is_err(), "{what}");
+        let (_, into_bytes, r) = count(|| reused.decode_from(input));
+        assert!(r.is_err(), "{what}");
+        let (view_allocs, view_bytes, r) = count(|| FrameView::new(input).map(drop));
+        assert!(r.is_err(), "{what}");
+        for (decoder, bytes) in [
+            ("owned", owned_bytes),
+            ("into", into_bytes),
+            ("view", view_bytes),
+        ] {
+            assert!(
+                bytes < 1024,
+                "{what}: {decoder} decode allocated {bytes} bytes"
+            );
+        }
+        assert!(
+            view_allocs <= 2,
+            "{what}: the view allocates only the error"
+        );
     }
 }
