@@ -60,3 +60,8 @@ pub use header::{now_millis, Header};
 pub use key::{FlatKey, InvalidKey, SEPARATOR};
 pub use value::{ToValueRef, UnknownValue, Value, ValueRef, ValueType};
 pub use view::{FrameView, ViewAttachments, ViewParams};
+
+/// The README's examples, compiled and run as doc tests so they cannot rot.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
