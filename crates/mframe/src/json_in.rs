@@ -38,7 +38,13 @@ fn json_syntax_error(e: &serde_json::Error) -> String {
     let msg = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
     let msg = msg.strip_suffix(&suffix).unwrap_or(&msg);
-    format!("invalid JSON at column {}: {msg}", e.column())
+    // A pretty-printed object spread over lines ends early on its first line.
+    let hint = if e.is_eof() {
+        " (encode reads one JSON object per line)"
+    } else {
+        ""
+    };
+    format!("invalid JSON at column {}: {msg}{hint}", e.column())
 }
 
 fn frame_from_json(v: &Value) -> Result<Frame, String> {
@@ -93,29 +99,25 @@ fn header_from_json(v: &Value) -> Result<Header, String> {
         "header",
     )?;
     let mut h = default_header();
-    // Each field converts to its own width; the range check happens in
-    // `uint`/`int` so the narrowing `try_from` below cannot fail.
+    // `integer` checks the field's range, so the narrowing `try_from`
+    // cannot fail; it is there to avoid an `as` cast.
     macro_rules! field {
-        ($name:literal, $conv:ident, $ty:ty, $set:ident) => {
+        ($name:literal, $ty:ty, $set:ident) => {
             if let Some(x) = obj.get($name) {
-                let n = $conv(
-                    x,
-                    <$ty>::MIN as i128,
-                    <$ty>::MAX as i128,
-                    concat!("header.", $name),
-                )?;
-                h.$set(<$ty>::try_from(n).map_err(|_| format!("header.{}: out of range", $name))?);
+                let at = concat!("header.", $name);
+                let n = integer(x, <$ty>::MIN.into(), <$ty>::MAX.into(), at)?;
+                h.$set(<$ty>::try_from(n).map_err(|_| format!("{at}: out of range"))?);
             }
         };
     }
-    field!("timestamp", integer, u64, set_timestamp);
-    field!("counter", integer, u64, set_counter);
-    field!("source", integer, u32, set_source);
-    field!("target", integer, u32, set_target);
-    field!("message_id", integer, i32, set_message_id);
-    field!("message_type", integer, i32, set_message_type);
-    field!("version", integer, u16, set_version);
-    field!("flags", integer, u16, set_flags);
+    field!("timestamp", u64, set_timestamp);
+    field!("counter", u64, set_counter);
+    field!("source", u32, set_source);
+    field!("target", u32, set_target);
+    field!("message_id", i32, set_message_id);
+    field!("message_type", i32, set_message_type);
+    field!("version", u16, set_version);
+    field!("flags", u16, set_flags);
     Ok(h)
 }
 
