@@ -48,18 +48,24 @@ pub struct Limits {
     /// Longest key, string value, attachment name or unknown raw value, in
     /// bytes. Default 16 MiB.
     pub max_string_len: usize,
-    /// Most bytes one owned decode may store (keys, strings, raw values,
-    /// copied attachments, and 40 bytes of bookkeeping per parameter and
-    /// attachment). Default 1 GiB. Views store nothing and ignore it.
+    /// Longest parameter key (the flat key, `device` + U+001F + `param`), in
+    /// bytes; keys must also fit `max_string_len`. Default 64 KiB.
+    pub max_key_len: usize,
+    /// Most bytes one decode may request from the allocator. An owned decode
+    /// counts everything it stores: the entry table and its hash index, the
+    /// key/string and raw-value arenas (which grow by doubling, counted at
+    /// their new size each time they grow), the attachment table and names,
+    /// and copied attachment data. A strict view counts its
+    /// duplicate-detection set; a lenient view allocates nothing. Each
+    /// allocation is charged *before* it is made, so a decode that fails
+    /// with this limit has allocated at most this much. Not counted: the
+    /// [`DecodeError`] itself (one box of 64 bytes, plus a copy of the key
+    /// when the error is in a value). Default 1 GiB.
     pub max_alloc_bytes: usize,
 }
 
 /// The hard ceiling on `max_frame_bytes` (see [`Limits::max_frame_bytes`]).
 const FRAME_BYTES_CEILING: usize = 1 << 30;
-
-/// Bookkeeping bytes counted per parameter and per attachment against
-/// [`Limits::max_alloc_bytes`] (an entry, its index slot, growth slack).
-const PER_ITEM_BYTES: usize = 40;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -69,6 +75,7 @@ impl Default for Limits {
             max_attachments: 1 << 16,
             max_attachment_bytes: 256 << 20,
             max_string_len: 16 << 20,
+            max_key_len: 64 << 10,
             max_alloc_bytes: 1 << 30,
         }
     }
@@ -85,6 +92,7 @@ impl Limits {
             max_attachments: usize::MAX,
             max_attachment_bytes: usize::MAX,
             max_string_len: usize::MAX,
+            max_key_len: usize::MAX,
             max_alloc_bytes: usize::MAX,
         }
     }
@@ -171,8 +179,7 @@ impl Decoder {
     /// error `frame` holds no parameters and no attachments, and its header
     /// is unchanged.
     pub fn decode_into(&self, frame: &mut Frame, bytes: &[u8]) -> Result<(), DecodeError> {
-        let used = self.decode_prefix_into(frame, bytes)?;
-        check_trailing(frame, bytes, used)
+        self.decode_owned(frame, bytes, None, true).map(drop)
     }
 
     /// Decodes the first frame of `bytes` into `frame` and returns how many
@@ -182,14 +189,13 @@ impl Decoder {
         frame: &mut Frame,
         bytes: &[u8],
     ) -> Result<usize, DecodeError> {
-        self.decode_owned(frame, bytes, None)
+        self.decode_owned(frame, bytes, None, false)
     }
 
     /// Like [`decode_into`](Decoder::decode_into), but attachments share
     /// `bytes` (reference-counted) instead of being copied.
     pub fn decode_shared_into(&self, frame: &mut Frame, bytes: &Bytes) -> Result<(), DecodeError> {
-        let used = self.decode_owned(frame, bytes, Some(bytes))?;
-        check_trailing(frame, bytes, used)
+        self.decode_owned(frame, bytes, Some(bytes), true).map(drop)
     }
 
     /// Like [`decode_prefix_into`](Decoder::decode_prefix_into), with
@@ -199,24 +205,38 @@ impl Decoder {
         frame: &mut Frame,
         bytes: &Bytes,
     ) -> Result<usize, DecodeError> {
-        self.decode_owned(frame, bytes, Some(bytes))
+        self.decode_owned(frame, bytes, Some(bytes), false)
     }
 
+    /// Decodes the first frame of `bytes` into `frame`; with `exact`, bytes
+    /// after it are an error. On any error the frame is left cleared with its
+    /// header unchanged.
     fn decode_owned(
         &self,
         frame: &mut Frame,
         bytes: &[u8],
         shared: Option<&Bytes>,
+        exact: bool,
     ) -> Result<usize, DecodeError> {
         frame.clear();
         let mut sink = OwnedSink {
             frame,
             shared,
             input: bytes,
-            stored: 0,
-            max_stored: self.limits.max_alloc_bytes,
+            budget: Budget::new(self.limits.max_alloc_bytes),
         };
         match walk(self, bytes, &mut sink) {
+            Ok((_, layout)) if exact && layout.end != bytes.len() => {
+                // The header is not set: a failed decode leaves it unchanged.
+                sink.frame.clear();
+                Err(DecodeError::new(
+                    ErrorKind::TrailingBytes {
+                        count: bytes.len() - layout.end,
+                    },
+                    layout.end,
+                    Context::Frame,
+                ))
+            }
             Ok((header, layout)) => {
                 sink.frame.set_header(header);
                 Ok(layout.end)
@@ -226,21 +246,6 @@ impl Decoder {
                 Err(e)
             }
         }
-    }
-}
-
-fn check_trailing(frame: &mut Frame, bytes: &[u8], used: usize) -> Result<(), DecodeError> {
-    if used == bytes.len() {
-        Ok(())
-    } else {
-        frame.clear();
-        Err(DecodeError::new(
-            ErrorKind::TrailingBytes {
-                count: bytes.len() - used,
-            },
-            used,
-            Context::Frame,
-        ))
     }
 }
 
@@ -657,8 +662,9 @@ pub(crate) struct Layout {
 
 /// Receives what the walk finds.
 pub(crate) trait Sink<'a> {
-    /// `count` parameters follow.
-    fn begin_params(&mut self, count: usize);
+    /// `count` parameters follow (already checked against the input size and
+    /// `max_params`).
+    fn begin_params(&mut self, count: usize) -> Result<(), Limit>;
     /// One parameter. Returns whether its key occurred before (only needs to
     /// be exact when `detect_duplicates`).
     fn param(
@@ -667,8 +673,9 @@ pub(crate) trait Sink<'a> {
         value: ValueRef<'a>,
         detect_duplicates: bool,
     ) -> Result<bool, Limit>;
-    /// `count` attachments follow.
-    fn begin_attachments(&mut self, count: usize);
+    /// `count` attachments follow (already checked against the input size
+    /// and `max_attachments`).
+    fn begin_attachments(&mut self, count: usize) -> Result<(), Limit>;
     /// One attachment; `data` is its range in the input.
     fn attachment(&mut self, name: &'a str, data: Range<usize>) -> Result<(), Limit>;
 }
@@ -710,10 +717,19 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
     }
     layout.params_at = r.pos();
     layout.params = count;
-    sink.begin_params(count);
+    sink.begin_params(count).map_err(|limit| {
+        DecodeError::new(ErrorKind::LimitExceeded(limit), map_at, Context::Params)
+    })?;
     for i in 0..count {
         let key_at = r.pos();
         let key = r.str().map_err(|e| e.with_context(Context::Key(i)))?;
+        if key.len() > limits.max_key_len {
+            return Err(DecodeError::new(
+                ErrorKind::LimitExceeded(Limit::KeyLen),
+                key_at,
+                Context::Key(i),
+            ));
+        }
         let value =
             read_value(&mut r).map_err(|e| e.with_context(Context::Value(key.to_owned())))?;
         match sink.param(key, value, dec.strict) {
@@ -755,7 +771,13 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
     }
     layout.attachments_at = r.pos();
     layout.attachments = count;
-    sink.begin_attachments(count);
+    sink.begin_attachments(count).map_err(|limit| {
+        DecodeError::new(
+            ErrorKind::LimitExceeded(limit),
+            list_at,
+            Context::Attachment(0),
+        )
+    })?;
     let mut data_total = 0usize;
     for i in 0..count {
         let at = r.pos();
@@ -789,31 +811,46 @@ impl DecodeError {
     }
 }
 
+/// The allocation budget of one decode ([`Limits::max_alloc_bytes`]):
+/// every allocation is charged before it is made.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    spent: usize,
+    max: usize,
+}
+
+impl Budget {
+    pub(crate) fn new(max: usize) -> Self {
+        Budget { spent: 0, max }
+    }
+
+    #[inline]
+    pub(crate) fn charge(&mut self, bytes: usize) -> Result<(), Limit> {
+        let spent = self.spent.saturating_add(bytes);
+        if spent > self.max {
+            Err(Limit::AllocBytes)
+        } else {
+            self.spent = spent;
+            Ok(())
+        }
+    }
+}
+
 /// Stores what the walk finds in a [`Frame`].
 struct OwnedSink<'f, 'a> {
     frame: &'f mut Frame,
     /// When decoding from a `Bytes`, attachments are slices of it.
     shared: Option<&'a Bytes>,
     input: &'a [u8],
-    stored: usize,
-    max_stored: usize,
-}
-
-impl OwnedSink<'_, '_> {
-    #[inline]
-    fn charge(&mut self, bytes: usize) -> Result<(), Limit> {
-        self.stored = self.stored.saturating_add(bytes);
-        if self.stored > self.max_stored {
-            Err(Limit::AllocBytes)
-        } else {
-            Ok(())
-        }
-    }
+    budget: Budget,
 }
 
 impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
-    fn begin_params(&mut self, count: usize) {
-        self.frame.params_mut().reserve(count, 0);
+    fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
+        let budget = &mut self.budget;
+        self.frame
+            .params_mut()
+            .reserve_entries_charged(count, |bytes| budget.charge(bytes))
     }
 
     #[inline]
@@ -823,13 +860,14 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
         value: ValueRef<'a>,
         detect_duplicates: bool,
     ) -> Result<bool, Limit> {
-        let payload = match value {
-            ValueRef::String(s) => s.len(),
-            ValueRef::Unknown(u) => 8 + u.raw().len(),
-            _ => 0,
+        let (text, raw) = match value {
+            ValueRef::String(s) => (key.len() + s.len(), 0),
+            ValueRef::Unknown(u) => (key.len(), 8 + u.raw().len()),
+            _ => (key.len(), 0),
         };
-        self.charge(PER_ITEM_BYTES + key.len() + payload)?;
+        let budget = &mut self.budget;
         let params = self.frame.params_mut();
+        params.reserve_payload_charged(text, raw, |bytes| budget.charge(bytes))?;
         let unique = params.push_flat(key, value);
         let i = params.len() - 1;
         Ok(!unique
@@ -838,18 +876,20 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
                 && params.has_earlier_duplicate(i)))
     }
 
-    fn begin_attachments(&mut self, count: usize) {
-        self.frame.reserve_attachments(count);
+    fn begin_attachments(&mut self, count: usize) -> Result<(), Limit> {
+        let budget = &mut self.budget;
+        self.frame
+            .reserve_attachments_charged(count, |bytes| budget.charge(bytes))
     }
 
     fn attachment(&mut self, name: &'a str, data: Range<usize>) -> Result<(), Limit> {
+        let budget = &mut self.budget;
+        self.frame
+            .reserve_attachment_name_charged(name.len(), |bytes| budget.charge(bytes))?;
         let data = match self.shared {
-            Some(b) => {
-                self.charge(PER_ITEM_BYTES + name.len())?;
-                b.slice(data)
-            }
+            Some(b) => b.slice(data),
             None => {
-                self.charge(PER_ITEM_BYTES + name.len() + data.len())?;
+                self.budget.charge(data.len())?;
                 Bytes::copy_from_slice(&self.input[data])
             }
         };

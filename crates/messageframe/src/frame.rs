@@ -8,7 +8,7 @@ use crate::decode::Decoder;
 use crate::encode;
 use crate::header::Header;
 use crate::key::FlatKey;
-use crate::params::{Params, TEXT_BYTES_PER_PARAM};
+use crate::params::{grown_capacity, Params, TEXT_BYTES_PER_PARAM};
 use crate::value::{ToValueRef, ValueRef};
 use crate::DecodeError;
 
@@ -490,8 +490,35 @@ impl Frame {
         self.attachment_names.len()
     }
 
-    pub(crate) fn reserve_attachments(&mut self, count: usize) {
-        self.attachments.reserve(count);
+    /// Makes room for `count` more attachments, the way a decode does:
+    /// `charge` is first told how many bytes that allocates, and may refuse.
+    pub(crate) fn reserve_attachments_charged<E>(
+        &mut self,
+        count: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let (len, old_cap) = (self.attachments.len(), self.attachments.capacity());
+        let cap = grown_capacity(old_cap, len, count);
+        if cap > old_cap {
+            charge(cap * std::mem::size_of::<AttachmentSlot>())?;
+            self.attachments.reserve_exact(cap - len);
+        }
+        Ok(())
+    }
+
+    /// Makes room for `bytes` more bytes of attachment names, charging first.
+    pub(crate) fn reserve_attachment_name_charged<E>(
+        &mut self,
+        bytes: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let names = &mut self.attachment_names;
+        let cap = grown_capacity(names.capacity(), names.len(), bytes);
+        if cap > names.capacity() {
+            charge(cap)?;
+            names.reserve_exact(cap - names.len());
+        }
+        Ok(())
     }
 }
 

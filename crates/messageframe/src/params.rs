@@ -63,6 +63,30 @@ pub(crate) struct Params {
     garbage: usize,
 }
 
+/// The capacity a buffer of capacity `cap` holding `len` items grows to when
+/// `add` more must fit: unchanged if they fit, else the larger of twice the
+/// capacity and what is needed. This is `Vec`'s amortized growth, made
+/// explicit so that the decoder can charge an allocation before making it
+/// (it then reserves exactly this capacity).
+#[inline]
+pub(crate) fn grown_capacity(cap: usize, len: usize, add: usize) -> usize {
+    let need = len.saturating_add(add);
+    if need <= cap {
+        cap
+    } else {
+        need.max(cap.saturating_mul(2))
+    }
+}
+
+/// An upper bound of the bytes a hashbrown table allocates to hold `items`
+/// slots of `slot_bytes` each: at most 2 × 8/7 buckets per item (at least
+/// 16 buckets in all), each a slot plus one control byte, plus one group of
+/// control bytes and alignment padding.
+pub(crate) fn table_bytes_bound(items: usize, slot_bytes: usize) -> usize {
+    let buckets = (items.saturating_mul(8) / 7).max(16).saturating_mul(2);
+    buckets.saturating_mul(slot_bytes + 1).saturating_add(64)
+}
+
 /// Converts an arena offset or length to the `u32` entries store. The arenas
 /// are bounded by the decode limits and by this check for `add`.
 #[inline]
@@ -93,6 +117,74 @@ impl Params {
             let extra = total.saturating_sub(self.index.len());
             self.reserve_index(extra);
         }
+    }
+
+    /// Makes room for `count` more entries and their index, the way a decode
+    /// does: `charge` is first told how many bytes that allocates (an upper
+    /// bound for the index), and may refuse.
+    pub(crate) fn reserve_entries_charged<E>(
+        &mut self,
+        count: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let len = self.entries.len();
+        let old_cap = self.entries.capacity();
+        let cap = grown_capacity(old_cap, len, count);
+        let mut bytes = 0;
+        if cap > old_cap {
+            bytes += cap * std::mem::size_of::<Entry>();
+        }
+        // The index is sized for the whole entry capacity: crossing into
+        // indexed mode then allocates nothing more.
+        let indexed = len + count > LINEAR_MAX;
+        if indexed && cap > self.index.capacity() {
+            bytes += table_bytes_bound(cap, std::mem::size_of::<u32>());
+        }
+        charge(bytes)?;
+        self.entries.reserve_exact(cap - len);
+        if indexed {
+            self.reserve_index(cap - self.index.len());
+        }
+        Ok(())
+    }
+
+    /// Makes room for `text` more text bytes and `raw` more raw-value bytes,
+    /// charging first like [`reserve_entries_charged`](Self::reserve_entries_charged).
+    #[inline]
+    pub(crate) fn reserve_payload_charged<E>(
+        &mut self,
+        text: usize,
+        raw: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if text <= self.text.capacity() - self.text.len()
+            && raw <= self.raw.capacity() - self.raw.len()
+        {
+            return Ok(());
+        }
+        self.grow_payload(text, raw, charge)
+    }
+
+    #[cold]
+    fn grow_payload<E>(
+        &mut self,
+        text: usize,
+        raw: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let text_cap = grown_capacity(self.text.capacity(), self.text.len(), text);
+        let raw_cap = grown_capacity(self.raw.capacity(), self.raw.len(), raw);
+        let mut bytes = 0;
+        if text_cap > self.text.capacity() {
+            bytes += text_cap;
+        }
+        if raw_cap > self.raw.capacity() {
+            bytes += raw_cap;
+        }
+        charge(bytes)?;
+        self.text.reserve_exact(text_cap - self.text.len());
+        self.raw.reserve_exact(raw_cap - self.raw.len());
+        Ok(())
     }
 
     fn reserve_index(&mut self, additional: usize) {

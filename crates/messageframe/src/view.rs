@@ -4,11 +4,12 @@ use std::collections::HashSet;
 use std::fmt;
 use std::ops::Range;
 
-use crate::decode::{read_value, walk, Decoder, Layout, Reader, Sink};
+use crate::decode::{read_value, walk, Budget, Decoder, Layout, Reader, Sink};
 use crate::error::{Context, DecodeError, ErrorKind, Limit};
-use crate::frame::Frame;
+use crate::frame::{Frame, FrameConfig};
 use crate::header::Header;
 use crate::key::{FlatKey, SEPARATOR_BYTE};
+use crate::params::table_bytes_bound;
 use crate::value::ValueRef;
 
 /// A frame read in place: keys, string values and attachments are borrowed
@@ -44,11 +45,22 @@ pub struct FrameView<'a> {
 }
 
 struct ViewSink<'a> {
+    strict: bool,
+    /// Keys seen so far, for duplicate detection (strict decoding only).
     seen: Option<HashSet<(&'a str, &'a str)>>,
+    budget: Budget,
 }
 
 impl<'a> Sink<'a> for ViewSink<'a> {
-    fn begin_params(&mut self, _count: usize) {}
+    fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
+        if self.strict && count > 0 {
+            // Only strict decoding pays for this set, sized once.
+            let slot = std::mem::size_of::<(&str, &str)>();
+            self.budget.charge(table_bytes_bound(count, slot))?;
+            self.seen = Some(HashSet::with_capacity(count));
+        }
+        Ok(())
+    }
 
     fn param(
         &mut self,
@@ -59,12 +71,13 @@ impl<'a> Sink<'a> for ViewSink<'a> {
         if !detect_duplicates {
             return Ok(false);
         }
-        // Only strict decoding pays for this set.
         let seen = self.seen.get_or_insert_with(HashSet::new);
         Ok(!seen.insert(crate::key::split_flat(key)))
     }
 
-    fn begin_attachments(&mut self, _count: usize) {}
+    fn begin_attachments(&mut self, _count: usize) -> Result<(), Limit> {
+        Ok(())
+    }
 
     fn attachment(&mut self, _name: &'a str, _data: Range<usize>) -> Result<(), Limit> {
         Ok(())
@@ -91,7 +104,11 @@ impl Decoder {
     /// Validates the first frame of `bytes` and returns a view of it;
     /// [`FrameView::encoded_len`] says how many bytes it used.
     pub fn view_prefix<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
-        let mut sink = ViewSink { seen: None };
+        let mut sink = ViewSink {
+            strict: self.is_strict(),
+            seen: None,
+            budget: Budget::new(self.current_limits().max_alloc_bytes),
+        };
         let (header, layout) = walk(self, bytes, &mut sink)?;
         Ok(FrameView {
             bytes: &bytes[..layout.end],
@@ -215,12 +232,22 @@ impl<'a> FrameView<'a> {
         self.layout.attachments
     }
 
-    /// Copies the view into an owned [`Frame`].
+    /// Copies the view into an owned [`Frame`], the same frame an owned
+    /// decode of the bytes gives (keys are kept exactly as on the wire, so
+    /// both encode to the same bytes).
     #[must_use]
     pub fn to_frame(&self) -> Frame {
-        let mut frame = Frame::new(self.header);
-        for (d, p, v) in self.iter() {
-            frame.params_mut().push(d, p, None, v);
+        let config = FrameConfig::for_params(self.len())
+            .text_bytes(0)
+            .attachments(self.attachment_count());
+        let mut frame = Frame::with_config(self.header, config);
+        let mut r = self.reader_at(self.layout.params_at);
+        for _ in 0..self.layout.params {
+            // The frame was validated when the view was made, so these reads
+            // succeed; should one fail anyway, the copy ends.
+            let Ok(key) = r.str() else { break };
+            let Ok(value) = read_value(&mut r) else { break };
+            frame.params_mut().push_flat(key, value);
         }
         for (name, data) in self.attachments() {
             frame.add_attachment(name, data.to_vec());
