@@ -535,10 +535,9 @@ impl Backend for Json {
             serde_json::from_slice(&self.buf).expect("valid JSON");
         let (_, _, key) = last_key(inputs);
         let attachment = match msg.get(ATTACHMENT_FIELD) {
-            Some(serde_json::Value::String(s)) => BASE64_STANDARD
-                .decode(s)
-                .expect("valid base64")
-                .len(),
+            Some(serde_json::Value::String(s)) => {
+                BASE64_STANDARD.decode(s).expect("valid base64").len()
+            }
             _ => 0,
         };
         Probe {
@@ -682,8 +681,7 @@ impl Backend for RmpvRef {
 
     #[inline]
     fn deserialize(&mut self, inputs: &Inputs) -> Probe {
-        let value =
-            rmpv::decode::read_value_ref(&mut self.buf.as_slice()).expect("valid msgpack");
+        let value = rmpv::decode::read_value_ref(&mut self.buf.as_slice()).expect("valid msgpack");
         let rmpv::ValueRef::Map(entries) = value else {
             return Probe::default();
         };
@@ -769,9 +767,7 @@ pub fn rmp_hand_decode(
         let first = *rd.first().ok_or("truncated")?;
         let value = match Marker::from_u8(first) {
             Marker::F64 => HandValue::F64(decode::read_f64(&mut rd).map_err(|_| "f64")?),
-            Marker::F32 => {
-                HandValue::F64(f64::from(decode::read_f32(&mut rd).map_err(|_| "f32")?))
-            }
+            Marker::F32 => HandValue::F64(f64::from(decode::read_f32(&mut rd).map_err(|_| "f32")?)),
             Marker::True | Marker::False => {
                 HandValue::Bool(decode::read_bool(&mut rd).map_err(|_| "bool")?)
             }

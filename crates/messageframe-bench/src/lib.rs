@@ -84,7 +84,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, Str
             ));
         }
     }
-    let wanted = |name: &str| opts.scenario.as_deref().map_or(true, |s| s == name);
+    let wanted = |name: &str| opts.scenario.as_deref().is_none_or(|s| s == name);
     let divisor = if opts.quick { 100 } else { 1 };
     let passes = opts.passes.max(1);
     let timer_ns = runner::timer_overhead_ns(if opts.quick { 100_000 } else { 1_000_000 });
@@ -119,7 +119,11 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, Str
             date: report::utc_now(),
             cpu: report::cpu_model(),
             rustc: env!("BENCH_RUSTC_VERSION").to_owned(),
-            profile: if cfg!(debug_assertions) { "debug" } else { "release" },
+            profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
             quick: opts.quick,
             passes,
             timer_overhead_ns: timer_ns,

@@ -51,7 +51,9 @@ pub fn write_svg(path: &Path, scenarios: &[ScenarioResult], subtitle: &str) -> R
             .filter_map(|(x, (p, a, _))| {
                 scenarios
                     .iter()
-                    .find(|s| s.params == *p && s.attachment_bytes == *a && s.hint.is_some() == hint)
+                    .find(|s| {
+                        s.params == *p && s.attachment_bytes == *a && s.hint.is_some() == hint
+                    })
                     .and_then(|s| s.backend(kind))
                     .map(|b| (x as f64, b.total_us.max(1e-3)))
             })
@@ -103,7 +105,9 @@ pub fn write_svg(path: &Path, scenarios: &[ScenarioResult], subtitle: &str) -> R
             .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
             .map_err(e)?
             .label(*label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
         chart
             .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
             .map_err(e)?;

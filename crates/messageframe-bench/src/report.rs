@@ -207,7 +207,11 @@ impl Report {
             m.rustc,
             m.profile,
             m.date,
-            if m.quick { " — **--quick: iterations / 100, smoke test only**" } else { "" },
+            if m.quick {
+                " — **--quick: iterations / 100, smoke test only**"
+            } else {
+                ""
+            },
             m.passes,
             m.timer_overhead_ns
         );
@@ -372,10 +376,16 @@ impl Report {
 /// The peer figure for a scenario: from the scenario itself, or, for a hint
 /// scenario (which runs only messageframe), from the scenario with the same
 /// parameters and attachment and no hint.
-fn peer<'a>(all: &'a [ScenarioResult], s: &'a ScenarioResult, kind: BackendKind) -> Option<&'a BackendResult> {
+fn peer<'a>(
+    all: &'a [ScenarioResult],
+    s: &'a ScenarioResult,
+    kind: BackendKind,
+) -> Option<&'a BackendResult> {
     s.backend(kind).or_else(|| {
         all.iter()
-            .find(|o| o.hint.is_none() && o.params == s.params && o.attachment_bytes == s.attachment_bytes)
+            .find(|o| {
+                o.hint.is_none() && o.params == s.params && o.attachment_bytes == s.attachment_bytes
+            })
             .and_then(|o| o.backend(kind))
     })
 }
@@ -394,60 +404,98 @@ pub fn judge_targets(scenarios: &[ScenarioResult], find_last_ns: Option<f64>) ->
     };
 
     for s in params_scenarios() {
-        let (Some(mf), Some(rv)) = (s.backend(BackendKind::Mf), peer(scenarios, s, BackendKind::RmpvValue)) else {
+        let (Some(mf), Some(rv)) = (
+            s.backend(BackendKind::Mf),
+            peer(scenarios, s, BackendKind::RmpvValue),
+        ) else {
             continue;
         };
         let r = mf.total_us / rv.total_us;
         push(
             format!("{}: owned round trip ≤ 0.6x rmpv Value", s.title),
-            format!("{} / {} µs = {r:.2}x", fmt_us(mf.total_us), fmt_us(rv.total_us)),
+            format!(
+                "{} / {} µs = {r:.2}x",
+                fmt_us(mf.total_us),
+                fmt_us(rv.total_us)
+            ),
             r <= 0.6,
         );
     }
     for s in params_scenarios() {
-        let (Some(mf), Some(h)) = (s.backend(BackendKind::Mf), peer(scenarios, s, BackendKind::RmpHand)) else {
+        let (Some(mf), Some(h)) = (
+            s.backend(BackendKind::Mf),
+            peer(scenarios, s, BackendKind::RmpHand),
+        ) else {
             continue;
         };
         let limit = if s.params >= 32 { 1.0 } else { 1.2 };
         let r = mf.total_us / h.total_us;
         push(
-            format!("{}: owned round trip ≤ {limit:.1}x rmp hand-rolled", s.title),
-            format!("{} / {} µs = {r:.2}x", fmt_us(mf.total_us), fmt_us(h.total_us)),
+            format!(
+                "{}: owned round trip ≤ {limit:.1}x rmp hand-rolled",
+                s.title
+            ),
+            format!(
+                "{} / {} µs = {r:.2}x",
+                fmt_us(mf.total_us),
+                fmt_us(h.total_us)
+            ),
             r <= limit,
         );
     }
     for s in params_scenarios() {
-        let (Some(v), Some(rr)) = (s.backend(BackendKind::MfView), peer(scenarios, s, BackendKind::RmpvRef)) else {
+        let (Some(v), Some(rr)) = (
+            s.backend(BackendKind::MfView),
+            peer(scenarios, s, BackendKind::RmpvRef),
+        ) else {
             continue;
         };
         let r = v.total_us / rr.total_us;
         push(
             format!("{}: view round trip ≤ 0.75x rmpv ValueRef", s.title),
-            format!("{} / {} µs = {r:.2}x", fmt_us(v.total_us), fmt_us(rr.total_us)),
+            format!(
+                "{} / {} µs = {r:.2}x",
+                fmt_us(v.total_us),
+                fmt_us(rr.total_us)
+            ),
             r <= 0.75,
         );
     }
     for s in params_scenarios() {
-        let (Some(mf), Some(p)) = (s.backend(BackendKind::Mf), peer(scenarios, s, BackendKind::Prost)) else {
+        let (Some(mf), Some(p)) = (
+            s.backend(BackendKind::Mf),
+            peer(scenarios, s, BackendKind::Prost),
+        ) else {
             continue;
         };
         let need = if s.params >= 32 { 5.0 } else { 3.0 };
         let r = p.total_us / mf.total_us;
         push(
             format!("{}: ≥ {need:.0}x faster than prost", s.title),
-            format!("{} / {} µs = {r:.2}x", fmt_us(p.total_us), fmt_us(mf.total_us)),
+            format!(
+                "{} / {} µs = {r:.2}x",
+                fmt_us(p.total_us),
+                fmt_us(mf.total_us)
+            ),
             r >= need,
         );
     }
     for s in scenarios {
-        let (Some(mf), Some(j)) = (s.backend(BackendKind::Mf), peer(scenarios, s, BackendKind::Json)) else {
+        let (Some(mf), Some(j)) = (
+            s.backend(BackendKind::Mf),
+            peer(scenarios, s, BackendKind::Json),
+        ) else {
             continue;
         };
         let need = if s.attachment_bytes > 0 { 50.0 } else { 5.0 };
         let r = j.total_us / mf.total_us;
         push(
             format!("{}: ≥ {need:.0}x faster than serde_json", s.title),
-            format!("{} / {} µs = {r:.1}x", fmt_us(j.total_us), fmt_us(mf.total_us)),
+            format!(
+                "{} / {} µs = {r:.1}x",
+                fmt_us(j.total_us),
+                fmt_us(mf.total_us)
+            ),
             r >= need,
         );
     }

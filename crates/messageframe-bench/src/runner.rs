@@ -165,7 +165,12 @@ fn warm_up<B: Backend>(b: &mut B, inputs: &Inputs, kind: BackendKind) {
     }
 }
 
-fn time_pass<B: Backend>(mut b: B, inputs: &Inputs, iterations: u64, kind: BackendKind) -> PassTimes {
+fn time_pass<B: Backend>(
+    mut b: B,
+    inputs: &Inputs,
+    iterations: u64,
+    kind: BackendKind,
+) -> PassTimes {
     warm_up(&mut b, inputs, kind);
     let t = Instant::now();
     for i in 0..iterations {
@@ -196,9 +201,18 @@ fn time_pass<B: Backend>(mut b: B, inputs: &Inputs, iterations: u64, kind: Backe
     }
 }
 
-fn count_allocs<B: Backend>(mut b: B, inputs: &Inputs, iterations: u64, kind: BackendKind) -> (PhaseAllocs, Vec<u8>) {
+fn count_allocs<B: Backend>(
+    mut b: B,
+    inputs: &Inputs,
+    iterations: u64,
+    kind: BackendKind,
+) -> (PhaseAllocs, Vec<u8>) {
     warm_up(&mut b, inputs, kind);
-    let (mut add, mut ser, mut de) = (AllocCount::default(), AllocCount::default(), AllocCount::default());
+    let (mut add, mut ser, mut de) = (
+        AllocCount::default(),
+        AllocCount::default(),
+        AllocCount::default(),
+    );
     alloc::set_counting(true);
     for i in 0..iterations {
         let s0 = alloc::snapshot();
@@ -259,7 +273,11 @@ fn zstd_len(bytes: &[u8]) -> usize {
 }
 
 /// Measures one scenario. `progress` receives a short status line.
-pub fn run_scenario(s: &Scenario, set: &Settings, progress: &mut dyn FnMut(&str)) -> ScenarioResult {
+pub fn run_scenario(
+    s: &Scenario,
+    set: &Settings,
+    progress: &mut dyn FnMut(&str),
+) -> ScenarioResult {
     let inputs = Inputs::new(s);
     let iterations = (s.iterations / set.divisor).max(1);
     let kinds = backends_for(s);
@@ -306,7 +324,8 @@ pub fn run_scenario(s: &Scenario, set: &Settings, progress: &mut dyn FnMut(&str)
     let mut backends = Vec::with_capacity(kinds.len());
     for (slot, &kind) in kinds.iter().enumerate() {
         progress(&format!("{}: allocations {}", s.name, kind.id()));
-        let (allocs, wire) = dispatch!(kind, &inputs, count_allocs(&inputs, alloc_iterations, kind));
+        let (allocs, wire) =
+            dispatch!(kind, &inputs, count_allocs(&inputs, alloc_iterations, kind));
         let b = best[slot].expect("at least one pass");
         let phase = |d: Duration| (per_msg_us(d, iterations) - timer / 1000.0).max(0.0);
         backends.push(BackendResult {
@@ -389,9 +408,19 @@ pub fn run_order(items: usize, set: &Settings, progress: &mut dyn FnMut(&str)) -
     let mut dec = [f64::INFINITY; OrderBackend::ALL.len()];
     for pass in 0..set.passes {
         for (slot, &b) in OrderBackend::ALL.iter().enumerate() {
-            progress(&format!("order-{items}: pass {}/{} {}", pass + 1, set.passes, b.id()));
+            progress(&format!(
+                "order-{items}: pass {}/{} {}",
+                pass + 1,
+                set.passes,
+                b.id()
+            ));
             case.encode(b);
-            assert_eq!(case.decode(b).to_bits(), expected.to_bits(), "{} read back the wrong price", b.id());
+            assert_eq!(
+                case.decode(b).to_bits(),
+                expected.to_bits(),
+                "{} read back the wrong price",
+                b.id()
+            );
             let t = Instant::now();
             for _ in 0..iterations {
                 case.encode(b);
@@ -452,10 +481,18 @@ pub fn find_last_ns(divisor: u64, passes: u32) -> f64 {
         .expect("large scenario");
     let inputs = Inputs::new(s);
     let mut frame = messageframe::Frame::new(messageframe::Header::default());
-    for ((d, p), v) in inputs.devices.iter().zip(&inputs.params).zip(&inputs.values) {
+    for ((d, p), v) in inputs
+        .devices
+        .iter()
+        .zip(&inputs.params)
+        .zip(&inputs.values)
+    {
         frame.add(d, p, crate::backends::mf_value(v));
     }
-    let (d, p) = (inputs.devices.last().expect("n > 0"), inputs.params.last().expect("n > 0"));
+    let (d, p) = (
+        inputs.devices.last().expect("n > 0"),
+        inputs.params.last().expect("n > 0"),
+    );
     let n = (10_000_000 / divisor).max(1000);
     let mut best = f64::INFINITY;
     for _ in 0..passes {
