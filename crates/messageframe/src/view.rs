@@ -1,11 +1,9 @@
 //! The zero-copy view: a validated frame read in place.
 
-use std::collections::HashSet;
 use std::fmt;
-use std::ops::Range;
 
-use crate::decode::{read_value, walk, Decoder, Layout, Reader, Sink};
-use crate::error::{Context, DecodeError, ErrorKind, Limit};
+use crate::decode::{read_value, walk, CheckSink, Decoder, Layout, Reader};
+use crate::error::{Context, DecodeError, ErrorKind};
 use crate::frame::Frame;
 use crate::header::Header;
 use crate::key::{FlatKey, SEPARATOR_BYTE};
@@ -43,34 +41,6 @@ pub struct FrameView<'a> {
     layout: Layout,
 }
 
-struct ViewSink<'a> {
-    seen: Option<HashSet<(&'a str, &'a str)>>,
-}
-
-impl<'a> Sink<'a> for ViewSink<'a> {
-    fn begin_params(&mut self, _count: usize) {}
-
-    fn param(
-        &mut self,
-        key: &'a str,
-        _value: ValueRef<'a>,
-        detect_duplicates: bool,
-    ) -> Result<bool, Limit> {
-        if !detect_duplicates {
-            return Ok(false);
-        }
-        // Only strict decoding pays for this set.
-        let seen = self.seen.get_or_insert_with(HashSet::new);
-        Ok(!seen.insert(crate::key::split_flat(key)))
-    }
-
-    fn begin_attachments(&mut self, _count: usize) {}
-
-    fn attachment(&mut self, _name: &'a str, _data: Range<usize>) -> Result<(), Limit> {
-        Ok(())
-    }
-}
-
 impl Decoder {
     /// Validates exactly one frame (trailing bytes are an error) and returns
     /// a borrowed view of it.
@@ -91,7 +61,7 @@ impl Decoder {
     /// Validates the first frame of `bytes` and returns a view of it;
     /// [`FrameView::encoded_len`] says how many bytes it used.
     pub fn view_prefix<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
-        let mut sink = ViewSink { seen: None };
+        let mut sink = CheckSink::default();
         let (header, layout) = walk(self, bytes, &mut sink)?;
         Ok(FrameView {
             bytes: &bytes[..layout.end],
