@@ -15,7 +15,9 @@ use crate::error::{Context, DecodeError, ErrorKind, Expected, Limit};
 use crate::frame::{Attachments, Frame};
 use crate::header::Header;
 use crate::key::SEPARATOR_BYTE;
-use crate::params::{store_unknown, to_u32, DecodeTarget, Entry, Slot};
+use crate::params::{
+    grown_capacity, store_unknown, table_bytes_bound, to_u32, DecodeTarget, Entry, Slot,
+};
 use crate::value::{UnknownValue, ValueRef, TAG_BOOL, TAG_DOUBLE, TAG_INT, TAG_STRING};
 
 /// Upper bounds a decoder enforces, so that hostile input cannot make it
@@ -52,18 +54,50 @@ pub struct Limits {
     /// Longest key, string value, attachment name or unknown raw value, in
     /// bytes. Default 16 MiB.
     pub max_string_len: usize,
-    /// Most bytes one owned decode may store (keys, strings, raw values,
-    /// copied attachments, and 40 bytes of bookkeeping per parameter and
-    /// attachment). Default 1 GiB. Views store nothing and ignore it.
+    /// Longest parameter key (the flat key, `device` + U+001F + `param`), in
+    /// bytes; keys must also fit `max_string_len`. Default 64 KiB.
+    pub max_key_len: usize,
+    /// Most bytes one decode may request from the allocator. An owned decode
+    /// counts everything it stores: the entry table, the key/string and
+    /// raw-value arenas (which grow by doubling, counted at their new size
+    /// each time they grow), the attachment table and names, copied
+    /// attachment data, and in strict mode the hash index it builds to find
+    /// duplicates. A strict view counts its duplicate-detection set; a
+    /// lenient view allocates nothing. Each allocation is charged *before*
+    /// it is made, so a decode that fails with this limit has allocated at
+    /// most this much. Not counted: the [`DecodeError`] itself (one box of
+    /// 64 bytes, plus a copy of the key when the error is in a value).
+    /// Default 1 GiB.
     pub max_alloc_bytes: usize,
 }
 
 /// The hard ceiling on `max_frame_bytes` (see [`Limits::max_frame_bytes`]).
 const FRAME_BYTES_CEILING: usize = 1 << 30;
 
-/// Bookkeeping bytes counted per parameter and per attachment against
-/// [`Limits::max_alloc_bytes`] (an entry, its index slot, growth slack).
-const PER_ITEM_BYTES: usize = 40;
+/// The allocation budget of one decode ([`Limits::max_alloc_bytes`]):
+/// every allocation is charged before it is made.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    spent: usize,
+    max: usize,
+}
+
+impl Budget {
+    pub(crate) fn new(max: usize) -> Self {
+        Budget { spent: 0, max }
+    }
+
+    #[inline]
+    pub(crate) fn charge(&mut self, bytes: usize) -> Result<(), Limit> {
+        let spent = self.spent.saturating_add(bytes);
+        if spent > self.max {
+            Err(Limit::AllocBytes)
+        } else {
+            self.spent = spent;
+            Ok(())
+        }
+    }
+}
 
 impl Default for Limits {
     fn default() -> Self {
@@ -73,6 +107,7 @@ impl Default for Limits {
             max_attachments: 1 << 16,
             max_attachment_bytes: 256 << 20,
             max_string_len: 16 << 20,
+            max_key_len: 64 << 10,
             max_alloc_bytes: 1 << 30,
         }
     }
@@ -89,6 +124,7 @@ impl Limits {
             max_attachments: usize::MAX,
             max_attachment_bytes: usize::MAX,
             max_string_len: usize::MAX,
+            max_key_len: usize::MAX,
             max_alloc_bytes: usize::MAX,
         }
     }
@@ -175,8 +211,7 @@ impl Decoder {
     /// error `frame` holds no parameters and no attachments, and its header
     /// is unchanged.
     pub fn decode_into(&self, frame: &mut Frame, bytes: &[u8]) -> Result<(), DecodeError> {
-        let used = self.decode_prefix_into(frame, bytes)?;
-        check_trailing(frame, bytes, used)
+        self.decode_owned(frame, bytes, None, true).map(drop)
     }
 
     /// Decodes the first frame of `bytes` into `frame` and returns how many
@@ -186,14 +221,13 @@ impl Decoder {
         frame: &mut Frame,
         bytes: &[u8],
     ) -> Result<usize, DecodeError> {
-        self.decode_owned(frame, bytes, None)
+        self.decode_owned(frame, bytes, None, false)
     }
 
     /// Like [`decode_into`](Decoder::decode_into), but attachments share
     /// `bytes` (reference-counted) instead of being copied.
     pub fn decode_shared_into(&self, frame: &mut Frame, bytes: &Bytes) -> Result<(), DecodeError> {
-        let used = self.decode_owned(frame, bytes, Some(bytes))?;
-        check_trailing(frame, bytes, used)
+        self.decode_owned(frame, bytes, Some(bytes), true).map(drop)
     }
 
     /// Like [`decode_prefix_into`](Decoder::decode_prefix_into), with
@@ -203,14 +237,18 @@ impl Decoder {
         frame: &mut Frame,
         bytes: &Bytes,
     ) -> Result<usize, DecodeError> {
-        self.decode_owned(frame, bytes, Some(bytes))
+        self.decode_owned(frame, bytes, Some(bytes), false)
     }
 
+    /// Decodes the first frame of `bytes` into `frame`; with `exact`, bytes
+    /// after it are an error. On any error the frame is left with no
+    /// parameters and no attachments, and its header unchanged.
     fn decode_owned(
         &self,
         frame: &mut Frame,
         bytes: &[u8],
         shared: Option<&Bytes>,
+        exact: bool,
     ) -> Result<usize, DecodeError> {
         frame.clear_attachments();
         let (params, attachments) = frame.decode_parts();
@@ -219,17 +257,33 @@ impl Decoder {
             attachments,
             shared,
             input: bytes,
-            stored: 0,
-            max_stored: self.limits.max_alloc_bytes,
+            budget: Budget::new(self.limits.max_alloc_bytes),
             utf8_ok: true,
         };
-        let result = walk(self, bytes, &mut sink);
-        let utf8_ok = sink.utf8_ok;
-        let unique = !self.strict || {
+        let mut result = walk(self, bytes, &mut sink);
+        if let Ok((_, layout)) = &result {
+            if exact && layout.end != bytes.len() {
+                result = Err(DecodeError::new(
+                    ErrorKind::TrailingBytes {
+                        count: bytes.len() - layout.end,
+                    },
+                    layout.end,
+                    Context::Frame,
+                ));
+            }
+        }
+        let mut fine = result.is_ok() && sink.utf8_ok;
+        if fine && self.strict {
+            // Duplicates are looked for once, with the index lookups build
+            // anyway (charged to the budget first).
             let DecodeTarget { table, text, .. } = &sink.target;
-            table.first_duplicate(text).is_none()
-        };
-        let kept = sink.target.finish(result.is_ok() && utf8_ok && unique);
+            fine = sink
+                .budget
+                .charge(table_bytes_bound(table.len(), std::mem::size_of::<u32>()))
+                .is_ok()
+                && table.first_duplicate(text).is_none();
+        }
+        let kept = sink.target.finish(fine);
         match result {
             Ok((header, layout)) if kept => {
                 frame.set_header(header);
@@ -237,32 +291,22 @@ impl Decoder {
             }
             other => {
                 frame.clear();
-                // The owned walk defers UTF-8 checks to one pass at the end;
-                // the validating walk finds the first error in input order,
-                // the same one the view reports.
-                match walk(self, bytes, &mut CheckSink::default()) {
+                // The owned walk defers UTF-8 and duplicate checks to the
+                // end; the validating walk finds the first error in input
+                // order, the one the view reports.
+                let mut check = CheckSink::new(self);
+                match walk(self, bytes, &mut check) {
                     Err(e) => Err(e),
                     Ok(_) => Err(other.err().unwrap_or_else(|| {
-                        DecodeError::new(ErrorKind::InvalidUtf8, 0, Context::Frame)
+                        DecodeError::new(
+                            ErrorKind::LimitExceeded(Limit::AllocBytes),
+                            0,
+                            Context::Frame,
+                        )
                     })),
                 }
             }
         }
-    }
-}
-
-fn check_trailing(frame: &mut Frame, bytes: &[u8], used: usize) -> Result<(), DecodeError> {
-    if used == bytes.len() {
-        Ok(())
-    } else {
-        frame.clear();
-        Err(DecodeError::new(
-            ErrorKind::TrailingBytes {
-                count: bytes.len() - used,
-            },
-            used,
-            Context::Frame,
-        ))
     }
 }
 
@@ -608,8 +652,8 @@ impl<'a> Reader<'a> {
             t if t == Int::from(TAG_STRING) => WireValue::Str(self.str_bytes()?),
             t if t == Int::from(TAG_BOOL) => WireValue::Bool(self.boolean()?),
             t => {
-                let tag = i64::try_from(t)
-                    .map_err(|_| self.err(ErrorKind::IntegerOutOfRange, tag_at))?;
+                let tag =
+                    i64::try_from(t).map_err(|_| self.err(ErrorKind::IntegerOutOfRange, tag_at))?;
                 let start = self.pos;
                 self.skip()?;
                 let raw = &self.data[start..self.pos];
@@ -664,9 +708,9 @@ pub(crate) fn read_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, DecodeE
         WireValue::Int(v) => ValueRef::Int(v),
         WireValue::Double(v) => ValueRef::Double(v),
         WireValue::Bool(v) => ValueRef::Bool(v),
-        WireValue::Str(b) => ValueRef::String(
-            std::str::from_utf8(b).map_err(|_| r.err(ErrorKind::InvalidUtf8, at))?,
-        ),
+        WireValue::Str(b) => {
+            ValueRef::String(std::str::from_utf8(b).map_err(|_| r.err(ErrorKind::InvalidUtf8, at))?)
+        }
         WireValue::Unknown(tag, raw) => ValueRef::Unknown(UnknownValue::from_wire(tag, raw)),
     })
 }
@@ -746,12 +790,14 @@ pub(crate) enum Refusal {
 /// Receives what the walk finds. Strings arrive as unvalidated bytes: each
 /// sink checks UTF-8 its own way (the owned decoder in one pass at the end).
 pub(crate) trait Sink<'a> {
-    /// `count` parameters follow.
-    fn begin_params(&mut self, count: usize);
+    /// `count` parameters follow (already checked against the input size and
+    /// `max_params`).
+    fn begin_params(&mut self, count: usize) -> Result<(), Limit>;
     /// One parameter.
     fn param(&mut self, key: &'a [u8], value: WireValue<'a>, strict: bool) -> Result<(), Refusal>;
-    /// `count` attachments follow.
-    fn begin_attachments(&mut self, count: usize);
+    /// `count` attachments follow (already checked against the input size
+    /// and `max_attachments`).
+    fn begin_attachments(&mut self, count: usize) -> Result<(), Limit>;
     /// One attachment; `data` is its range in the input.
     fn attachment(&mut self, name: &'a [u8], data: Range<usize>) -> Result<(), Refusal>;
 }
@@ -781,9 +827,7 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
 
     // Parameters.
     let map_at = r.pos();
-    let count = r
-        .map_len()
-        .map_err(|e| e.with_context(Context::Params))?;
+    let count = r.map_len().map_err(|e| e.with_context(Context::Params))?;
     if count > limits.max_params {
         return Err(DecodeError::new(
             ErrorKind::LimitExceeded(Limit::Params),
@@ -799,12 +843,19 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
     }
     layout.params_at = r.pos();
     layout.params = count;
-    sink.begin_params(count);
+    sink.begin_params(count).map_err(|limit| {
+        DecodeError::new(ErrorKind::LimitExceeded(limit), map_at, Context::Params)
+    })?;
     for i in 0..count {
         let key_at = r.pos();
-        let key = r
-            .str_bytes()
-            .map_err(|e| e.with_context(Context::Key(i)))?;
+        let key = r.str_bytes().map_err(|e| e.with_context(Context::Key(i)))?;
+        if key.len() > limits.max_key_len {
+            return Err(DecodeError::new(
+                ErrorKind::LimitExceeded(Limit::KeyLen),
+                key_at,
+                Context::Key(i),
+            ));
+        }
         let value_at = r.pos();
         let value = r.wire_value().map_err(|e| {
             e.with_context(Context::Value(String::from_utf8_lossy(key).into_owned()))
@@ -843,7 +894,13 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
     }
     layout.attachments_at = r.pos();
     layout.attachments = count;
-    sink.begin_attachments(count);
+    sink.begin_attachments(count).map_err(|limit| {
+        DecodeError::new(
+            ErrorKind::LimitExceeded(limit),
+            list_at,
+            Context::Attachment(0),
+        )
+    })?;
     let mut data_total = 0usize;
     for i in 0..count {
         let at = r.pos();
@@ -877,10 +934,21 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
 
 /// Validates every string as it arrives and stores nothing: the view's sink,
 /// and the owned decoder's way to find the first error in input order.
-#[derive(Default)]
 pub(crate) struct CheckSink<'a> {
+    strict: bool,
     /// Keys seen, as `(device, param)`; only strict decoding pays for it.
     seen: Option<HashSet<(&'a [u8], &'a [u8])>>,
+    budget: Budget,
+}
+
+impl CheckSink<'_> {
+    pub(crate) fn new(dec: &Decoder) -> Self {
+        CheckSink {
+            strict: dec.strict,
+            seen: None,
+            budget: Budget::new(dec.limits.max_alloc_bytes),
+        }
+    }
 }
 
 #[inline]
@@ -897,10 +965,18 @@ fn split_key(key: &[u8]) -> (&[u8], &[u8]) {
 }
 
 impl<'a> Sink<'a> for CheckSink<'a> {
-    fn begin_params(&mut self, _count: usize) {}
+    fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
+        if self.strict && count > 0 {
+            // Only strict decoding pays for this set, sized once.
+            let slot = std::mem::size_of::<(&[u8], &[u8])>();
+            self.budget.charge(table_bytes_bound(count, slot))?;
+            self.seen = Some(HashSet::with_capacity(count));
+        }
+        Ok(())
+    }
 
     #[inline]
-    fn param(&mut self, key: &'a [u8], value: WireValue<'a>, strict: bool) -> Result<(), Refusal> {
+    fn param(&mut self, key: &'a [u8], value: WireValue<'a>, _strict: bool) -> Result<(), Refusal> {
         if !utf8_ok(key) {
             return Err(Refusal::Utf8 { in_key: true });
         }
@@ -909,13 +985,17 @@ impl<'a> Sink<'a> for CheckSink<'a> {
                 return Err(Refusal::Utf8 { in_key: false });
             }
         }
-        if strict && !self.seen.get_or_insert_with(HashSet::new).insert(split_key(key)) {
-            return Err(Refusal::Duplicate);
+        if let Some(seen) = &mut self.seen {
+            if !seen.insert(split_key(key)) {
+                return Err(Refusal::Duplicate);
+            }
         }
         Ok(())
     }
 
-    fn begin_attachments(&mut self, _count: usize) {}
+    fn begin_attachments(&mut self, _count: usize) -> Result<(), Limit> {
+        Ok(())
+    }
 
     fn attachment(&mut self, name: &'a [u8], _data: Range<usize>) -> Result<(), Refusal> {
         if utf8_ok(name) {
@@ -931,31 +1011,22 @@ impl<'a> Sink<'a> for CheckSink<'a> {
 /// UTF-8 in one pass at the end ([`DecodeTarget::finish`]). That is sound
 /// because every string starts at a char boundary: each string's first byte
 /// is checked not to be a UTF-8 continuation byte, so a valid arena means
-/// every string in it is valid.
+/// every string in it is valid. Every allocation is charged to the budget
+/// before it is made.
 struct OwnedSink<'f, 'a> {
     target: DecodeTarget<'f>,
     attachments: &'f mut Attachments,
     /// When decoding from a `Bytes`, attachments are slices of it.
     shared: Option<&'a Bytes>,
     input: &'a [u8],
-    stored: usize,
-    max_stored: usize,
+    budget: Budget,
     /// Cleared when a string starts with a continuation byte.
     utf8_ok: bool,
 }
 
 impl OwnedSink<'_, '_> {
-    #[inline]
-    fn charge(&mut self, bytes: usize) -> Result<(), Refusal> {
-        self.stored = self.stored.saturating_add(bytes);
-        if self.stored > self.max_stored {
-            Err(Refusal::Limit(Limit::AllocBytes))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Appends a string's bytes to the text arena; returns its offset.
+    /// Appends a string's bytes to the text arena (room was reserved);
+    /// returns its offset.
     #[inline]
     fn push_text(&mut self, s: &[u8]) -> usize {
         if let Some(&first) = s.first() {
@@ -966,22 +1037,55 @@ impl OwnedSink<'_, '_> {
         self.target.text.extend_from_slice(s);
         start
     }
+
+    /// Makes room for `text` more arena bytes and `raw` more raw bytes,
+    /// charging growth first.
+    #[inline]
+    fn reserve_payload(&mut self, text: usize, raw: usize) -> Result<(), Refusal> {
+        let t = &self.target.text;
+        let r = &*self.target.raw;
+        if text <= t.capacity() - t.len() && raw <= r.capacity() - r.len() {
+            return Ok(());
+        }
+        self.grow_payload(text, raw)
+    }
+
+    #[cold]
+    fn grow_payload(&mut self, text: usize, raw: usize) -> Result<(), Refusal> {
+        let t = &mut self.target.text;
+        let text_cap = grown_capacity(t.capacity(), t.len(), text);
+        let r = &mut *self.target.raw;
+        let raw_cap = grown_capacity(r.capacity(), r.len(), raw);
+        let mut bytes = 0;
+        if text_cap > t.capacity() {
+            bytes += text_cap;
+        }
+        if raw_cap > r.capacity() {
+            bytes += raw_cap;
+        }
+        self.budget.charge(bytes).map_err(Refusal::Limit)?;
+        t.reserve_exact(text_cap - t.len());
+        r.reserve_exact(raw_cap - r.len());
+        Ok(())
+    }
 }
 
 impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
-    fn begin_params(&mut self, count: usize) {
-        let DecodeTarget { table, text, .. } = &mut self.target;
-        table.reserve(text, count);
+    fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
+        let budget = &mut self.budget;
+        self.target
+            .table
+            .reserve_entries_charged(count, |bytes| budget.charge(bytes))
     }
 
     #[inline]
     fn param(&mut self, key: &'a [u8], value: WireValue<'a>, _strict: bool) -> Result<(), Refusal> {
-        let payload = match value {
-            WireValue::Str(s) => s.len(),
-            WireValue::Unknown(_, raw) => 8 + raw.len(),
-            _ => 0,
+        let (text, raw) = match value {
+            WireValue::Str(s) => (key.len() + s.len(), 0),
+            WireValue::Unknown(_, raw) => (key.len(), 8 + raw.len()),
+            _ => (key.len(), 0),
         };
-        self.charge(PER_ITEM_BYTES + key.len() + payload)?;
+        self.reserve_payload(text, raw)?;
         let key_start = self.push_text(key);
         let slot = match value {
             WireValue::Int(v) => Slot::Int(v),
@@ -1003,19 +1107,22 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
         Ok(())
     }
 
-    fn begin_attachments(&mut self, count: usize) {
-        self.attachments.reserve(count);
+    fn begin_attachments(&mut self, count: usize) -> Result<(), Limit> {
+        let budget = &mut self.budget;
+        self.attachments
+            .reserve_charged(count, |bytes| budget.charge(bytes))
     }
 
     fn attachment(&mut self, name: &'a [u8], data: Range<usize>) -> Result<(), Refusal> {
         let name = std::str::from_utf8(name).map_err(|_| Refusal::Utf8 { in_key: false })?;
+        let budget = &mut self.budget;
+        self.attachments
+            .reserve_name_charged(name.len(), |bytes| budget.charge(bytes))
+            .map_err(Refusal::Limit)?;
         let data = match self.shared {
-            Some(b) => {
-                self.charge(PER_ITEM_BYTES + name.len())?;
-                b.slice(data)
-            }
+            Some(b) => b.slice(data),
             None => {
-                self.charge(PER_ITEM_BYTES + name.len() + data.len())?;
+                self.budget.charge(data.len()).map_err(Refusal::Limit)?;
                 Bytes::copy_from_slice(&self.input[data])
             }
         };

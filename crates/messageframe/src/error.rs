@@ -87,6 +87,8 @@ pub enum Limit {
     AttachmentBytes,
     /// [`Limits::max_string_len`](crate::Limits::max_string_len).
     StringLen,
+    /// [`Limits::max_key_len`](crate::Limits::max_key_len).
+    KeyLen,
     /// [`Limits::max_alloc_bytes`](crate::Limits::max_alloc_bytes).
     AllocBytes,
 }
@@ -99,6 +101,7 @@ impl fmt::Display for Limit {
             Limit::Attachments => "max_attachments",
             Limit::AttachmentBytes => "max_attachment_bytes",
             Limit::StringLen => "max_string_len",
+            Limit::KeyLen => "max_key_len",
             Limit::AllocBytes => "max_alloc_bytes",
         })
     }

@@ -8,7 +8,7 @@ use crate::decode::Decoder;
 use crate::encode;
 use crate::header::Header;
 use crate::key::FlatKey;
-use crate::params::{Params, TEXT_BYTES_PER_PARAM};
+use crate::params::{grown_capacity, Params, TEXT_BYTES_PER_PARAM};
 use crate::value::{ToValueRef, ValueRef};
 use crate::DecodeError;
 
@@ -91,7 +91,38 @@ impl Attachments {
         }
     }
 
-    pub(crate) fn reserve(&mut self, count: usize) {
+    /// Makes room for `count` more attachments the way a decode does:
+    /// `charge` is first told how many bytes that allocates, and may refuse.
+    pub(crate) fn reserve_charged<E>(
+        &mut self,
+        count: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let (len, old_cap) = (self.slots.len(), self.slots.capacity());
+        let cap = grown_capacity(old_cap, len, count);
+        if cap > old_cap {
+            charge(cap * std::mem::size_of::<AttachmentSlot>())?;
+            self.slots.reserve_exact(cap - len);
+        }
+        Ok(())
+    }
+
+    /// Makes room for `bytes` more bytes of names, charging first.
+    pub(crate) fn reserve_name_charged<E>(
+        &mut self,
+        bytes: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let names = &mut self.names;
+        let cap = grown_capacity(names.capacity(), names.len(), bytes);
+        if cap > names.capacity() {
+            charge(cap)?;
+            names.reserve_exact(cap - names.len());
+        }
+        Ok(())
+    }
+
+    fn reserve(&mut self, count: usize) {
         self.slots.reserve(count);
     }
 

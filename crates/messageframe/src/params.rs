@@ -94,6 +94,30 @@ impl Clone for Table {
     }
 }
 
+/// The capacity a buffer of capacity `cap` holding `len` items grows to when
+/// `add` more must fit: unchanged if they fit, else the larger of twice the
+/// capacity and what is needed. This is `Vec`'s amortized growth, made
+/// explicit so that the decoder can charge an allocation before making it
+/// (it then reserves exactly this capacity).
+#[inline]
+pub(crate) fn grown_capacity(cap: usize, len: usize, add: usize) -> usize {
+    let need = len.saturating_add(add);
+    if need <= cap {
+        cap
+    } else {
+        need.max(cap.saturating_mul(2))
+    }
+}
+
+/// An upper bound of the bytes a hashbrown table allocates to hold `items`
+/// slots of `slot_bytes` each: at most 2 × 8/7 buckets per item (at least
+/// 16 buckets in all), each a slot plus one control byte, plus one group of
+/// control bytes and alignment padding.
+pub(crate) fn table_bytes_bound(items: usize, slot_bytes: usize) -> usize {
+    let buckets = (items.saturating_mul(8) / 7).max(16).saturating_mul(2);
+    buckets.saturating_mul(slot_bytes + 1).saturating_add(64)
+}
+
 /// Converts an arena offset or length to the `u32` entries store. The arenas
 /// are bounded by the decode limits and by this check for `add`.
 #[inline]
@@ -154,7 +178,13 @@ fn same_key(text: &[u8], a: &Entry, b: &Entry) -> bool {
 /// Inserts entry `i` into `index` unless an equal key is there already
 /// (first occurrence wins). Returns whether it was inserted.
 #[inline]
-fn index_insert(index: &mut HashTable<u32>, entries: &[Entry], text: &[u8], i: usize, hash: u64) -> bool {
+fn index_insert(
+    index: &mut HashTable<u32>,
+    entries: &[Entry],
+    text: &[u8],
+    i: usize,
+    hash: u64,
+) -> bool {
     let new = &entries[i];
     match index.entry(
         hash,
@@ -197,6 +227,24 @@ impl Table {
         }
     }
 
+    /// Makes room for `count` more entries the way a decode does: `charge` is
+    /// first told how many bytes that allocates, and may refuse. (The index
+    /// is not built by a decode; lookups build it, see the type's doc.)
+    pub(crate) fn reserve_entries_charged<E>(
+        &mut self,
+        count: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let len = self.entries.len();
+        let old_cap = self.entries.capacity();
+        let cap = grown_capacity(old_cap, len, count);
+        if cap > old_cap {
+            charge(cap * std::mem::size_of::<Entry>())?;
+            self.entries.reserve_exact(cap - len);
+        }
+        Ok(())
+    }
+
     /// Appends an entry whose key and payload are already in `text`. If the
     /// index is built it is updated (`hash`, when given, saves hashing the
     /// key); returns `false` if it then shows the key was already present
@@ -218,7 +266,8 @@ impl Table {
     #[inline]
     fn index(&self, text: &[u8]) -> &HashTable<u32> {
         self.index.get_or_init(|| {
-            let mut index = std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
+            let mut index =
+                std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
             let entries = &self.entries;
             index.reserve(entries.capacity().max(entries.len()), |&i| {
                 hash_of(text, &entries[i as usize])
@@ -269,7 +318,9 @@ impl Table {
         (0..entries.len()).find(|&i| {
             let (d, p) = parts_of(text, &entries[i]);
             index
-                .find(hash_parts(d, p), |&j| same_key(text, &entries[j as usize], &entries[i]))
+                .find(hash_parts(d, p), |&j| {
+                    same_key(text, &entries[j as usize], &entries[i])
+                })
                 .is_some_and(|&j| j as usize != i)
         })
     }
@@ -400,6 +451,16 @@ impl Params {
             slot: self.store(value),
         };
         self.table.push(self.text.as_bytes(), entry, hash)
+    }
+
+    /// Appends an entry with a flat key exactly as it came from the wire
+    /// (which may lack the separator).
+    pub(crate) fn push_wire(&mut self, key: &str, value: ValueRef<'_>) {
+        let key_start = self.text.len();
+        self.text.push_str(key);
+        let slot = self.store(value);
+        let entry = Entry::for_wire_key(key_start, key.as_bytes(), slot);
+        self.table.push(self.text.as_bytes(), entry, None);
     }
 
     /// Stores a value's payload in the arenas and returns its slot.
@@ -592,11 +653,27 @@ mod tests {
         }
         assert!(p.table.index.get().is_none(), "no index before a lookup");
         assert_eq!(p.position("d", "p3", None), Some(3));
-        assert_eq!(p.table.index.get().map(HashTable::len), Some(LINEAR_MAX + 1));
-        assert!(!p.push("d", "p0", None, ValueRef::Int(1)), "duplicate reported");
-        assert_eq!(p.position("d", "p0", None), Some(0), "first occurrence wins");
-        assert_eq!(p.table.first_duplicate(p.text.as_bytes()), Some(LINEAR_MAX + 1));
+        assert_eq!(
+            p.table.index.get().map(HashTable::len),
+            Some(LINEAR_MAX + 1)
+        );
+        assert!(
+            !p.push("d", "p0", None, ValueRef::Int(1)),
+            "duplicate reported"
+        );
+        assert_eq!(
+            p.position("d", "p0", None),
+            Some(0),
+            "first occurrence wins"
+        );
+        assert_eq!(
+            p.table.first_duplicate(p.text.as_bytes()),
+            Some(LINEAR_MAX + 1)
+        );
         p.clear();
-        assert!(p.table.index.get().is_none(), "clear drops the index, keeps its memory");
+        assert!(
+            p.table.index.get().is_none(),
+            "clear drops the index, keeps its memory"
+        );
     }
 }

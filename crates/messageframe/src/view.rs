@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::decode::{read_value, walk, CheckSink, Decoder, Layout, Reader};
 use crate::error::{Context, DecodeError, ErrorKind};
-use crate::frame::Frame;
+use crate::frame::{Frame, FrameConfig};
 use crate::header::Header;
 use crate::key::{FlatKey, SEPARATOR_BYTE};
 use crate::value::ValueRef;
@@ -61,7 +61,7 @@ impl Decoder {
     /// Validates the first frame of `bytes` and returns a view of it;
     /// [`FrameView::encoded_len`] says how many bytes it used.
     pub fn view_prefix<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
-        let mut sink = CheckSink::default();
+        let mut sink = CheckSink::new(self);
         let (header, layout) = walk(self, bytes, &mut sink)?;
         Ok(FrameView {
             bytes: &bytes[..layout.end],
@@ -185,12 +185,22 @@ impl<'a> FrameView<'a> {
         self.layout.attachments
     }
 
-    /// Copies the view into an owned [`Frame`].
+    /// Copies the view into an owned [`Frame`], the same frame an owned
+    /// decode of the bytes gives (keys are kept exactly as on the wire, so
+    /// both encode to the same bytes).
     #[must_use]
     pub fn to_frame(&self) -> Frame {
-        let mut frame = Frame::new(self.header);
-        for (d, p, v) in self.iter() {
-            frame.params_mut().push(d, p, None, v);
+        let config = FrameConfig::for_params(self.len())
+            .text_bytes(0)
+            .attachments(self.attachment_count());
+        let mut frame = Frame::with_config(self.header, config);
+        let mut r = self.reader_at(self.layout.params_at);
+        for _ in 0..self.layout.params {
+            // The frame was validated when the view was made, so these reads
+            // succeed; should one fail anyway, the copy ends.
+            let Ok(key) = r.str() else { break };
+            let Ok(value) = read_value(&mut r) else { break };
+            frame.params_mut().push_wire(key, value);
         }
         for (name, data) in self.attachments() {
             frame.add_attachment(name, data.to_vec());

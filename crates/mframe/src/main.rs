@@ -161,14 +161,16 @@ fn run(command: Command) -> Result<(), Failure> {
             })?;
         }
         Command::Encode { input, output } => {
-            let text = input.read()?;
-            let name = input.name();
+            // Checked before reading, so nobody types JSON into a terminal
+            // only to be refused at the end.
             if output.is_none() && io::stdout().is_terminal() {
                 return Err(Failure::Usage(
                     "refusing to write binary frames to a terminal; use -o OUT or redirect stdout"
                         .to_owned(),
                 ));
             }
+            let text = input.read()?;
+            let name = input.name();
             // Everything is encoded before anything is written, so a bad line
             // never leaves a partial OUT behind.
             let frames =
