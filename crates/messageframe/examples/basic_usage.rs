@@ -39,7 +39,11 @@ fn main() -> Result<(), messageframe::DecodeError> {
 
     let mut buffer = Vec::new();
     frame.encode_into(&mut buffer);
-    println!("encoded {} parameters into {} bytes", frame.len(), buffer.len());
+    println!(
+        "encoded {} parameters into {} bytes",
+        frame.len(),
+        buffer.len()
+    );
 
     // Router: reads only the header to decide where the frame goes.
     let peeked = Header::peek(&buffer)?;
@@ -52,14 +56,23 @@ fn main() -> Result<(), messageframe::DecodeError> {
 
     // Receiver: decode and read typed values back.
     let received = Frame::decode(&buffer)?;
-    if let Some(v) = received.find("sensor_alpha", "voltage").and_then(|v| v.as_f64()) {
+    if let Some(v) = received
+        .find("sensor_alpha", "voltage")
+        .and_then(|v| v.as_f64())
+    {
         println!("sensor_alpha.voltage = {v}");
     }
-    if let Some(fw) = received.find("device_core", "fw_version").and_then(|v| v.as_str()) {
+    if let Some(fw) = received
+        .find("device_core", "fw_version")
+        .and_then(|v| v.as_str())
+    {
         println!("device_core.fw_version = {fw}");
     }
     // A type mismatch is None, never a panic.
-    assert_eq!(received.find("device_core", "fw_version").unwrap().as_i64(), None);
+    assert_eq!(
+        received.find("device_core", "fw_version").unwrap().as_i64(),
+        None
+    );
 
     println!("all parameters, in insertion order:");
     for (device, param, value) in received.iter() {
@@ -68,7 +81,11 @@ fn main() -> Result<(), messageframe::DecodeError> {
 
     // Or read in place, without copying anything out of the buffer.
     let view = FrameView::new(&buffer)?;
-    assert_eq!(view.find("device_core", "uptime_s").and_then(|v| v.as_i64()), Some(86_400));
+    assert_eq!(
+        view.find("device_core", "uptime_s")
+            .and_then(|v| v.as_i64()),
+        Some(86_400)
+    );
     assert_eq!(received, frame);
     Ok(())
 }

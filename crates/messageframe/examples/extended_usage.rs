@@ -32,7 +32,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The receiver borrows the attachment straight from the buffer.
     let view = FrameView::new(&bytes)?;
     let (name, data) = view.attachments().next().expect("one attachment");
-    println!("attachment {name}: {} bytes, first {:02x?}", data.len(), &data[..4]);
+    println!(
+        "attachment {name}: {} bytes, first {:02x?}",
+        data.len(),
+        &data[..4]
+    );
     println!("sdr_2.rx_gain = {}", view.find("sdr_2", "rx_gain").unwrap());
 
     // --- Hot loop: reused frame and buffer, pre-composed keys ------------
@@ -51,7 +55,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         buf.clear();
         tx.encode_into(&mut buf);
         rx.decode_from(&buf)?; // reuses rx's storage
-        assert_eq!(rx.find_flat(&gain), Some(ValueRef::Double(30.0 + f64::from(tick))));
+        assert_eq!(
+            rx.find_flat(&gain),
+            Some(ValueRef::Double(30.0 + f64::from(tick)))
+        );
         stream.extend_from_slice(&buf);
     }
 

@@ -9,9 +9,15 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
+use std::collections::HashSet;
+
 use crate::error::{Context, DecodeError, ErrorKind, Expected, Limit};
-use crate::frame::Frame;
+use crate::frame::{Attachments, Frame};
 use crate::header::Header;
+use crate::key::SEPARATOR_BYTE;
+use crate::params::{
+    grown_capacity, store_unknown, table_bytes_bound, to_u32, DecodeTarget, Entry, Slot,
+};
 use crate::value::{UnknownValue, ValueRef, TAG_BOOL, TAG_DOUBLE, TAG_INT, TAG_STRING};
 
 /// Upper bounds a decoder enforces, so that hostile input cannot make it
@@ -52,20 +58,46 @@ pub struct Limits {
     /// bytes; keys must also fit `max_string_len`. Default 64 KiB.
     pub max_key_len: usize,
     /// Most bytes one decode may request from the allocator. An owned decode
-    /// counts everything it stores: the entry table and its hash index, the
-    /// key/string and raw-value arenas (which grow by doubling, counted at
-    /// their new size each time they grow), the attachment table and names,
-    /// and copied attachment data. A strict view counts its
-    /// duplicate-detection set; a lenient view allocates nothing. Each
-    /// allocation is charged *before* it is made, so a decode that fails
-    /// with this limit has allocated at most this much. Not counted: the
-    /// [`DecodeError`] itself (one box of 64 bytes, plus a copy of the key
-    /// when the error is in a value). Default 1 GiB.
+    /// counts everything it stores: the entry table, the key/string and
+    /// raw-value arenas (which grow by doubling, counted at their new size
+    /// each time they grow), the attachment table and names, copied
+    /// attachment data, and in strict mode the hash index it builds to find
+    /// duplicates. A strict view counts its duplicate-detection set; a
+    /// lenient view allocates nothing. Each allocation is charged *before*
+    /// it is made, so a decode that fails with this limit has allocated at
+    /// most this much. Not counted: the [`DecodeError`] itself (one box of
+    /// 64 bytes, plus a copy of the key when the error is in a value).
+    /// Default 1 GiB.
     pub max_alloc_bytes: usize,
 }
 
 /// The hard ceiling on `max_frame_bytes` (see [`Limits::max_frame_bytes`]).
 const FRAME_BYTES_CEILING: usize = 1 << 30;
+
+/// The allocation budget of one decode ([`Limits::max_alloc_bytes`]):
+/// every allocation is charged before it is made.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    spent: usize,
+    max: usize,
+}
+
+impl Budget {
+    pub(crate) fn new(max: usize) -> Self {
+        Budget { spent: 0, max }
+    }
+
+    #[inline]
+    pub(crate) fn charge(&mut self, bytes: usize) -> Result<(), Limit> {
+        let spent = self.spent.saturating_add(bytes);
+        if spent > self.max {
+            Err(Limit::AllocBytes)
+        } else {
+            self.spent = spent;
+            Ok(())
+        }
+    }
+}
 
 impl Default for Limits {
     fn default() -> Self {
@@ -209,8 +241,8 @@ impl Decoder {
     }
 
     /// Decodes the first frame of `bytes` into `frame`; with `exact`, bytes
-    /// after it are an error. On any error the frame is left cleared with its
-    /// header unchanged.
+    /// after it are an error. On any error the frame is left with no
+    /// parameters and no attachments, and its header unchanged.
     fn decode_owned(
         &self,
         frame: &mut Frame,
@@ -218,32 +250,61 @@ impl Decoder {
         shared: Option<&Bytes>,
         exact: bool,
     ) -> Result<usize, DecodeError> {
-        frame.clear();
+        frame.clear_attachments();
+        let (params, attachments) = frame.decode_parts();
         let mut sink = OwnedSink {
-            frame,
+            target: params.begin_decode(),
+            attachments,
             shared,
             input: bytes,
             budget: Budget::new(self.limits.max_alloc_bytes),
+            utf8_ok: true,
         };
-        match walk(self, bytes, &mut sink) {
-            Ok((_, layout)) if exact && layout.end != bytes.len() => {
-                // The header is not set: a failed decode leaves it unchanged.
-                sink.frame.clear();
-                Err(DecodeError::new(
+        let mut result = walk(self, bytes, &mut sink);
+        if let Ok((_, layout)) = &result {
+            if exact && layout.end != bytes.len() {
+                result = Err(DecodeError::new(
                     ErrorKind::TrailingBytes {
                         count: bytes.len() - layout.end,
                     },
                     layout.end,
                     Context::Frame,
-                ))
+                ));
             }
-            Ok((header, layout)) => {
-                sink.frame.set_header(header);
+        }
+        let mut fine = result.is_ok() && sink.utf8_ok;
+        if fine && self.strict {
+            // Duplicates are looked for once, with the index lookups build
+            // anyway (charged to the budget first).
+            let DecodeTarget { table, text, .. } = &sink.target;
+            fine = sink
+                .budget
+                .charge(table_bytes_bound(table.len(), std::mem::size_of::<u32>()))
+                .is_ok()
+                && table.first_duplicate(text).is_none();
+        }
+        let kept = sink.target.finish(fine);
+        match result {
+            Ok((header, layout)) if kept => {
+                frame.set_header(header);
                 Ok(layout.end)
             }
-            Err(e) => {
-                sink.frame.clear();
-                Err(e)
+            other => {
+                frame.clear();
+                // The owned walk defers UTF-8 and duplicate checks to the
+                // end; the validating walk finds the first error in input
+                // order, the one the view reports.
+                let mut check = CheckSink::new(self);
+                match walk(self, bytes, &mut check) {
+                    Err(e) => Err(e),
+                    Ok(_) => Err(other.err().unwrap_or_else(|| {
+                        DecodeError::new(
+                            ErrorKind::LimitExceeded(Limit::AllocBytes),
+                            0,
+                            Context::Frame,
+                        )
+                    })),
+                }
             }
         }
     }
@@ -254,10 +315,12 @@ impl Decoder {
 /// and reports errors at the offset where the element starts.
 #[derive(Clone)]
 pub(crate) struct Reader<'a> {
-    buf: &'a [u8],
+    /// The input, cut to `max_frame_bytes`.
+    data: &'a [u8],
     pos: usize,
-    /// `min(buf.len(), max_frame_bytes)`.
-    end: usize,
+    /// Length of the whole input: reading past `data` but not past this is
+    /// a limit error, past this a truncation.
+    input_len: usize,
     max_str: usize,
 }
 
@@ -265,7 +328,7 @@ impl std::fmt::Debug for Reader<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reader")
             .field("pos", &self.pos)
-            .field("end", &self.end)
+            .field("len", &self.data.len())
             .finish_non_exhaustive()
     }
 }
@@ -273,13 +336,24 @@ impl std::fmt::Debug for Reader<'_> {
 /// An integer as read: wide enough for every MessagePack integer.
 type Int = i128;
 
+/// A value as the walk reads it: strings still unvalidated bytes (each sink
+/// validates them its own way).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WireValue<'a> {
+    Int(i64),
+    Double(f64),
+    Bool(bool),
+    Str(&'a [u8]),
+    Unknown(i64, &'a [u8]),
+}
+
 impl<'a> Reader<'a> {
     pub(crate) fn new(buf: &'a [u8], limits: &Limits) -> Self {
         let max_frame = limits.max_frame_bytes.min(FRAME_BYTES_CEILING);
         Reader {
-            buf,
+            data: &buf[..buf.len().min(max_frame)],
             pos: 0,
-            end: buf.len().min(max_frame),
+            input_len: buf.len(),
             max_str: limits.max_string_len,
         }
     }
@@ -287,9 +361,9 @@ impl<'a> Reader<'a> {
     /// A reader over bytes that a walk already validated, at `pos`.
     pub(crate) fn validated(buf: &'a [u8], pos: usize) -> Self {
         Reader {
-            buf,
+            data: buf,
             pos,
-            end: buf.len(),
+            input_len: buf.len(),
             max_str: usize::MAX,
         }
     }
@@ -299,16 +373,23 @@ impl<'a> Reader<'a> {
         self.pos
     }
 
+    pub(crate) fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    pub(crate) fn input(&self) -> &'a [u8] {
+        self.data
+    }
+
     #[cold]
     fn err(&self, kind: ErrorKind, at: usize) -> DecodeError {
         DecodeError::new(kind, at, Context::Frame)
     }
 
+    /// The error for needing `n` more bytes than `data` has from `pos`.
     #[cold]
     fn short(&self, at: usize, n: usize) -> DecodeError {
-        // Past the frame-size limit but inside the input: the limit is what
-        // stops us; past the input: it is truncated.
-        if self.pos.saturating_add(n) <= self.buf.len() {
+        if self.pos.saturating_add(n) <= self.input_len {
             self.err(ErrorKind::LimitExceeded(Limit::FrameBytes), at)
         } else {
             self.err(ErrorKind::Truncated, at)
@@ -316,19 +397,20 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes `n` bytes; `at` is the element's start, for the error.
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize, at: usize) -> Result<&'a [u8], DecodeError> {
-        if n > self.end - self.pos {
-            return Err(self.short(at, n));
+        match self.data.get(self.pos..self.pos.wrapping_add(n)) {
+            Some(s) if n <= self.data.len() => {
+                self.pos += n;
+                Ok(s)
+            }
+            _ => Err(self.short(at, n)),
         }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
     }
 
-    #[inline]
+    #[inline(always)]
     fn byte(&mut self) -> Result<u8, DecodeError> {
-        match self.buf[..self.end].get(self.pos) {
+        match self.data.get(self.pos) {
             Some(&b) => {
                 self.pos += 1;
                 Ok(b)
@@ -373,9 +455,14 @@ impl<'a> Reader<'a> {
 
     /// An array of at least `min` elements; returns how many extra elements
     /// follow the ones the layout requires.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn array_at_least(&mut self, min: usize) -> Result<usize, DecodeError> {
         let at = self.pos;
+        // Fast path: the fixarray of exactly the size encoders write.
+        if self.data.get(at) == Some(&(0x90 | min as u8)) && min < 16 {
+            self.pos += 1;
+            return Ok(0);
+        }
         let n = self.array_len()?;
         if n < min {
             return Err(self.err(
@@ -400,12 +487,10 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Reads an integer of any width; `None` (with the marker) if the element
-    /// is not an integer, so callers can accept floats where they may.
+    /// The integer after marker `m` (already consumed), or `Err(m)` if `m`
+    /// is not an integer marker, so callers can accept floats where they may.
     #[inline]
-    fn int_or_marker(&mut self) -> Result<Result<Int, u8>, DecodeError> {
-        let at = self.pos;
-        let m = self.byte()?;
+    fn int_after(&mut self, m: u8, at: usize) -> Result<Result<Int, u8>, DecodeError> {
         Ok(Ok(match m {
             0x00..=0x7f => Int::from(m),
             0xe0..=0xff => Int::from(m as i8),
@@ -424,7 +509,8 @@ impl<'a> Reader<'a> {
     #[inline]
     pub(crate) fn int(&mut self) -> Result<Int, DecodeError> {
         let at = self.pos;
-        match self.int_or_marker()? {
+        let m = self.byte()?;
+        match self.int_after(m, at)? {
             Ok(v) => Ok(v),
             Err(m) => {
                 self.pos = at;
@@ -434,45 +520,27 @@ impl<'a> Reader<'a> {
     }
 
     /// An integer that must fit `T`.
-    #[inline]
-    pub(crate) fn int_as<T: TryFrom<Int>>(&mut self) -> Result<T, DecodeError> {
+    #[inline(always)]
+    pub(crate) fn int_as<T: TryFrom<Int> + From<u8>>(&mut self) -> Result<T, DecodeError> {
+        // Fast path: a positive fixint fits every field type.
+        if let Some(&b) = self.data.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(T::from(b));
+            }
+        }
+        self.int_as_slow()
+    }
+
+    #[inline(never)]
+    fn int_as_slow<T: TryFrom<Int>>(&mut self) -> Result<T, DecodeError> {
         let at = self.pos;
         let v = self.int()?;
         T::try_from(v).map_err(|_| self.err(ErrorKind::IntegerOutOfRange, at))
     }
 
-    /// A Double: float64, float32 or any integer (converted, as msgpack-c does).
-    #[inline]
-    fn number(&mut self) -> Result<f64, DecodeError> {
-        let at = self.pos;
-        match self.int_or_marker()? {
-            Ok(v) => Ok(v as f64),
-            Err(0xcb) => Ok(f64::from_bits(u64::from_be_bytes(self.be(at)?))),
-            Err(0xca) => Ok(f64::from(f32::from_bits(u32::from_be_bytes(self.be(at)?)))),
-            Err(m) => Err(self.unexpected(Expected::Number, m, at)),
-        }
-    }
-
-    #[inline]
-    fn boolean(&mut self) -> Result<bool, DecodeError> {
-        let at = self.pos;
-        match self.byte()? {
-            0xc2 => Ok(false),
-            0xc3 => Ok(true),
-            m => Err(self.unexpected(Expected::Bool, m, at)),
-        }
-    }
-
-    /// A string, validated as UTF-8.
-    #[inline]
-    pub(crate) fn str(&mut self) -> Result<&'a str, DecodeError> {
-        let at = self.pos;
-        let bytes = self.str_bytes()?;
-        std::str::from_utf8(bytes).map_err(|_| self.err(ErrorKind::InvalidUtf8, at))
-    }
-
-    /// A string's bytes, not validated.
-    #[inline]
+    /// A string's bytes, not validated as UTF-8 (the caller does that).
+    #[inline(always)]
     pub(crate) fn str_bytes(&mut self) -> Result<&'a [u8], DecodeError> {
         let at = self.pos;
         let len = match self.byte()? {
@@ -486,6 +554,14 @@ impl<'a> Reader<'a> {
             return Err(self.err(ErrorKind::LimitExceeded(Limit::StringLen), at));
         }
         self.take(len, at)
+    }
+
+    /// A string, validated as UTF-8.
+    #[inline]
+    pub(crate) fn str(&mut self) -> Result<&'a str, DecodeError> {
+        let at = self.pos;
+        let bytes = self.str_bytes()?;
+        std::str::from_utf8(bytes).map_err(|_| self.err(ErrorKind::InvalidUtf8, at))
     }
 
     /// Binary data; returns its range in the input.
@@ -540,8 +616,8 @@ impl<'a> Reader<'a> {
             self.take(skip, at)?;
             pending += children;
             // Each pending element needs at least one more byte.
-            if pending > (self.end - self.pos) as u64 {
-                return Err(self.short(at, self.end - self.pos + 1));
+            if pending > self.remaining() as u64 {
+                return Err(self.short(at, self.remaining() + 1));
             }
         }
         Ok(())
@@ -556,47 +632,87 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    pub(crate) fn remaining(&self) -> usize {
-        self.end - self.pos
+    /// Reads a `[tag, value, ...]` pair. Fast paths for the forms encoders
+    /// write (fixarray(2), fixint tags and small ints, float64, fixstr);
+    /// every other valid encoding goes through the general readers.
+    #[inline(always)]
+    pub(crate) fn wire_value(&mut self) -> Result<WireValue<'a>, DecodeError> {
+        let extra = self.array_at_least(2)?;
+        let tag_at = self.pos;
+        let tag = match self.data.get(self.pos) {
+            Some(&t) if t < 0x80 => {
+                self.pos += 1;
+                Int::from(t)
+            }
+            _ => self.int()?,
+        };
+        let value = match tag {
+            t if t == Int::from(TAG_INT) => WireValue::Int(self.int_as::<i64>()?),
+            t if t == Int::from(TAG_DOUBLE) => WireValue::Double(self.number()?),
+            t if t == Int::from(TAG_STRING) => WireValue::Str(self.str_bytes()?),
+            t if t == Int::from(TAG_BOOL) => WireValue::Bool(self.boolean()?),
+            t => {
+                let tag =
+                    i64::try_from(t).map_err(|_| self.err(ErrorKind::IntegerOutOfRange, tag_at))?;
+                let start = self.pos;
+                self.skip()?;
+                let raw = &self.data[start..self.pos];
+                if raw.len() > self.max_str {
+                    return Err(self.err(ErrorKind::LimitExceeded(Limit::StringLen), start));
+                }
+                WireValue::Unknown(tag, raw)
+            }
+        };
+        if extra > 0 {
+            self.skip_n(extra)?;
+        }
+        Ok(value)
     }
 
-    pub(crate) fn input(&self) -> &'a [u8] {
-        self.buf
+    /// A Double: float64, float32 or any integer (converted, as msgpack-c does).
+    #[inline(always)]
+    fn number(&mut self) -> Result<f64, DecodeError> {
+        let at = self.pos;
+        match self.byte()? {
+            0xcb => Ok(f64::from_bits(u64::from_be_bytes(self.be(at)?))),
+            0xca => Ok(f64::from(f32::from_bits(u32::from_be_bytes(self.be(at)?)))),
+            m => match self.int_after(m, at)? {
+                // Through i64/u64: an i128 to f64 conversion is a software
+                // routine, and every MessagePack integer fits one of them.
+                Ok(v) => Ok(match i64::try_from(v) {
+                    Ok(i) => i as f64,
+                    Err(_) => v as u64 as f64,
+                }),
+                Err(m) => Err(self.unexpected(Expected::Number, m, at)),
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn boolean(&mut self) -> Result<bool, DecodeError> {
+        let at = self.pos;
+        match self.byte()? {
+            0xc2 => Ok(false),
+            0xc3 => Ok(true),
+            m => Err(self.unexpected(Expected::Bool, m, at)),
+        }
     }
 }
 
-/// Reads a `[tag, value, ...]` pair into a [`ValueRef`] borrowing the input.
+/// Reads a `[tag, value, ...]` pair from validated bytes into a
+/// [`ValueRef`] borrowing the input.
 #[inline]
 pub(crate) fn read_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, DecodeError> {
-    let extra = r.array_at_least(2)?;
-    let tag_at = r.pos();
-    let tag = r.int()?;
-    let value = match tag {
-        t if t == Int::from(TAG_INT) => ValueRef::Int(r.int_as::<i64>()?),
-        t if t == Int::from(TAG_DOUBLE) => ValueRef::Double(r.number()?),
-        t if t == Int::from(TAG_STRING) => ValueRef::String(r.str()?),
-        t if t == Int::from(TAG_BOOL) => ValueRef::Bool(r.boolean()?),
-        t => {
-            let tag = i64::try_from(t).map_err(|_| {
-                DecodeError::new(ErrorKind::IntegerOutOfRange, tag_at, Context::Frame)
-            })?;
-            let start = r.pos();
-            r.skip()?;
-            let raw = &r.input()[start..r.pos()];
-            if raw.len() > r.max_str {
-                return Err(DecodeError::new(
-                    ErrorKind::LimitExceeded(Limit::StringLen),
-                    start,
-                    Context::Frame,
-                ));
-            }
-            ValueRef::Unknown(UnknownValue::from_wire(tag, raw))
+    let at = r.pos();
+    Ok(match r.wire_value()? {
+        WireValue::Int(v) => ValueRef::Int(v),
+        WireValue::Double(v) => ValueRef::Double(v),
+        WireValue::Bool(v) => ValueRef::Bool(v),
+        WireValue::Str(b) => {
+            ValueRef::String(std::str::from_utf8(b).map_err(|_| r.err(ErrorKind::InvalidUtf8, at))?)
         }
-    };
-    if extra > 0 {
-        r.skip_n(extra)?;
-    }
-    Ok(value)
+        WireValue::Unknown(tag, raw) => ValueRef::Unknown(UnknownValue::from_wire(tag, raw)),
+    })
 }
 
 /// Whether `raw` is exactly one complete MessagePack value.
@@ -660,24 +776,30 @@ pub(crate) struct Layout {
     pub(crate) end: usize,
 }
 
-/// Receives what the walk finds.
+/// Why a sink refused an element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The key occurred before and the decoder is strict.
+    Duplicate,
+    /// A limit was exceeded.
+    Limit(Limit),
+    /// The key (`in_key`) or the string value is not UTF-8.
+    Utf8 { in_key: bool },
+}
+
+/// Receives what the walk finds. Strings arrive as unvalidated bytes: each
+/// sink checks UTF-8 its own way (the owned decoder in one pass at the end).
 pub(crate) trait Sink<'a> {
     /// `count` parameters follow (already checked against the input size and
     /// `max_params`).
     fn begin_params(&mut self, count: usize) -> Result<(), Limit>;
-    /// One parameter. Returns whether its key occurred before (only needs to
-    /// be exact when `detect_duplicates`).
-    fn param(
-        &mut self,
-        key: &'a str,
-        value: ValueRef<'a>,
-        detect_duplicates: bool,
-    ) -> Result<bool, Limit>;
+    /// One parameter.
+    fn param(&mut self, key: &'a [u8], value: WireValue<'a>, strict: bool) -> Result<(), Refusal>;
     /// `count` attachments follow (already checked against the input size
     /// and `max_attachments`).
     fn begin_attachments(&mut self, count: usize) -> Result<(), Limit>;
     /// One attachment; `data` is its range in the input.
-    fn attachment(&mut self, name: &'a str, data: Range<usize>) -> Result<(), Limit>;
+    fn attachment(&mut self, name: &'a [u8], data: Range<usize>) -> Result<(), Refusal>;
 }
 
 /// Smallest encoding of one parameter: fixstr key (1), `0x92` (1), tag (1),
@@ -685,6 +807,13 @@ pub(crate) trait Sink<'a> {
 const MIN_PARAM_BYTES: usize = 4;
 /// Smallest attachment: `0x92`, fixstr name, bin8 header (2).
 const MIN_ATTACHMENT_BYTES: usize = 4;
+
+impl DecodeError {
+    fn with_context(mut self, context: Context) -> Self {
+        self.set_context(context);
+        self
+    }
+}
 
 pub(crate) fn walk<'a, S: Sink<'a>>(
     dec: &Decoder,
@@ -698,10 +827,7 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
 
     // Parameters.
     let map_at = r.pos();
-    let count = r.map_len().map_err(|mut e| {
-        e.set_context(Context::Params);
-        e
-    })?;
+    let count = r.map_len().map_err(|e| e.with_context(Context::Params))?;
     if count > limits.max_params {
         return Err(DecodeError::new(
             ErrorKind::LimitExceeded(Limit::Params),
@@ -722,7 +848,7 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
     })?;
     for i in 0..count {
         let key_at = r.pos();
-        let key = r.str().map_err(|e| e.with_context(Context::Key(i)))?;
+        let key = r.str_bytes().map_err(|e| e.with_context(Context::Key(i)))?;
         if key.len() > limits.max_key_len {
             return Err(DecodeError::new(
                 ErrorKind::LimitExceeded(Limit::KeyLen),
@@ -730,25 +856,22 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
                 Context::Key(i),
             ));
         }
-        let value =
-            read_value(&mut r).map_err(|e| e.with_context(Context::Value(key.to_owned())))?;
-        match sink.param(key, value, dec.strict) {
-            Ok(false) => {}
-            Ok(true) if dec.strict => {
-                return Err(DecodeError::new(
-                    ErrorKind::DuplicateKey,
-                    key_at,
-                    Context::Key(i),
-                ));
-            }
-            Ok(true) => {}
-            Err(limit) => {
-                return Err(DecodeError::new(
-                    ErrorKind::LimitExceeded(limit),
-                    key_at,
-                    Context::Key(i),
-                ));
-            }
+        let value_at = r.pos();
+        let value = r.wire_value().map_err(|e| {
+            e.with_context(Context::Value(String::from_utf8_lossy(key).into_owned()))
+        })?;
+        if let Err(refusal) = sink.param(key, value, dec.strict) {
+            let (kind, at, context) = match refusal {
+                Refusal::Duplicate => (ErrorKind::DuplicateKey, key_at, Context::Key(i)),
+                Refusal::Limit(l) => (ErrorKind::LimitExceeded(l), key_at, Context::Key(i)),
+                Refusal::Utf8 { in_key: true } => (ErrorKind::InvalidUtf8, key_at, Context::Key(i)),
+                Refusal::Utf8 { in_key: false } => (
+                    ErrorKind::InvalidUtf8,
+                    value_at + 2,
+                    Context::Value(String::from_utf8_lossy(key).into_owned()),
+                ),
+            };
+            return Err(DecodeError::new(kind, at, context));
         }
     }
 
@@ -783,7 +906,8 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
         let at = r.pos();
         let ctx = |e: DecodeError| e.with_context(Context::Attachment(i));
         let extra = r.array_at_least(2).map_err(ctx)?;
-        let name = r.str().map_err(ctx)?;
+        let name_at = r.pos();
+        let name = r.str_bytes().map_err(ctx)?;
         let data = r.bin().map_err(ctx)?;
         data_total = data_total.saturating_add(data.len());
         if data_total > limits.max_attachment_bytes {
@@ -794,8 +918,12 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
             ));
         }
         r.skip_n(extra).map_err(ctx)?;
-        sink.attachment(name, data).map_err(|limit| {
-            DecodeError::new(ErrorKind::LimitExceeded(limit), at, Context::Attachment(i))
+        sink.attachment(name, data).map_err(|refusal| {
+            let (kind, at) = match refusal {
+                Refusal::Limit(l) => (ErrorKind::LimitExceeded(l), at),
+                Refusal::Utf8 { .. } | Refusal::Duplicate => (ErrorKind::InvalidUtf8, name_at),
+            };
+            DecodeError::new(kind, at, Context::Attachment(i))
         })?;
     }
 
@@ -804,96 +932,201 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
     Ok((header, layout))
 }
 
-impl DecodeError {
-    fn with_context(mut self, context: Context) -> Self {
-        self.set_context(context);
-        self
-    }
+/// Validates every string as it arrives and stores nothing: the view's sink,
+/// and the owned decoder's way to find the first error in input order.
+pub(crate) struct CheckSink<'a> {
+    strict: bool,
+    /// Keys seen, as `(device, param)`; only strict decoding pays for it.
+    seen: Option<HashSet<(&'a [u8], &'a [u8])>>,
+    budget: Budget,
 }
 
-/// The allocation budget of one decode ([`Limits::max_alloc_bytes`]):
-/// every allocation is charged before it is made.
-#[derive(Debug)]
-pub(crate) struct Budget {
-    spent: usize,
-    max: usize,
-}
-
-impl Budget {
-    pub(crate) fn new(max: usize) -> Self {
-        Budget { spent: 0, max }
-    }
-
-    #[inline]
-    pub(crate) fn charge(&mut self, bytes: usize) -> Result<(), Limit> {
-        let spent = self.spent.saturating_add(bytes);
-        if spent > self.max {
-            Err(Limit::AllocBytes)
-        } else {
-            self.spent = spent;
-            Ok(())
+impl CheckSink<'_> {
+    pub(crate) fn new(dec: &Decoder) -> Self {
+        CheckSink {
+            strict: dec.strict,
+            seen: None,
+            budget: Budget::new(dec.limits.max_alloc_bytes),
         }
     }
 }
 
-/// Stores what the walk finds in a [`Frame`].
+#[inline]
+fn utf8_ok(bytes: &[u8]) -> bool {
+    // ASCII is the common case and needs no decoding of sequences.
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
+}
+
+fn split_key(key: &[u8]) -> (&[u8], &[u8]) {
+    match key.iter().position(|&b| b == SEPARATOR_BYTE) {
+        Some(i) => (&key[..i], &key[i + 1..]),
+        None => (&[], key),
+    }
+}
+
+impl<'a> Sink<'a> for CheckSink<'a> {
+    fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
+        if self.strict && count > 0 {
+            // Only strict decoding pays for this set, sized once.
+            let slot = std::mem::size_of::<(&[u8], &[u8])>();
+            self.budget.charge(table_bytes_bound(count, slot))?;
+            self.seen = Some(HashSet::with_capacity(count));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn param(&mut self, key: &'a [u8], value: WireValue<'a>, _strict: bool) -> Result<(), Refusal> {
+        if !utf8_ok(key) {
+            return Err(Refusal::Utf8 { in_key: true });
+        }
+        if let WireValue::Str(s) = value {
+            if !utf8_ok(s) {
+                return Err(Refusal::Utf8 { in_key: false });
+            }
+        }
+        if let Some(seen) = &mut self.seen {
+            if !seen.insert(split_key(key)) {
+                return Err(Refusal::Duplicate);
+            }
+        }
+        Ok(())
+    }
+
+    fn begin_attachments(&mut self, _count: usize) -> Result<(), Limit> {
+        Ok(())
+    }
+
+    fn attachment(&mut self, name: &'a [u8], _data: Range<usize>) -> Result<(), Refusal> {
+        if utf8_ok(name) {
+            Ok(())
+        } else {
+            Err(Refusal::Utf8 { in_key: false })
+        }
+    }
+}
+
+/// Stores what the walk finds in a [`Frame`]'s storage. Keys and string
+/// values are appended to the text arena as bytes; the arena is validated as
+/// UTF-8 in one pass at the end ([`DecodeTarget::finish`]). That is sound
+/// because every string starts at a char boundary: each string's first byte
+/// is checked not to be a UTF-8 continuation byte, so a valid arena means
+/// every string in it is valid. Every allocation is charged to the budget
+/// before it is made.
 struct OwnedSink<'f, 'a> {
-    frame: &'f mut Frame,
+    target: DecodeTarget<'f>,
+    attachments: &'f mut Attachments,
     /// When decoding from a `Bytes`, attachments are slices of it.
     shared: Option<&'a Bytes>,
     input: &'a [u8],
     budget: Budget,
+    /// Cleared when a string starts with a continuation byte.
+    utf8_ok: bool,
+}
+
+impl OwnedSink<'_, '_> {
+    /// Appends a string's bytes to the text arena (room was reserved);
+    /// returns its offset.
+    #[inline]
+    fn push_text(&mut self, s: &[u8]) -> usize {
+        if let Some(&first) = s.first() {
+            // A continuation byte cannot start a valid string.
+            self.utf8_ok &= (first & 0xc0) != 0x80;
+        }
+        let start = self.target.text.len();
+        self.target.text.extend_from_slice(s);
+        start
+    }
+
+    /// Makes room for `text` more arena bytes and `raw` more raw bytes,
+    /// charging growth first.
+    #[inline]
+    fn reserve_payload(&mut self, text: usize, raw: usize) -> Result<(), Refusal> {
+        let t = &self.target.text;
+        let r = &*self.target.raw;
+        if text <= t.capacity() - t.len() && raw <= r.capacity() - r.len() {
+            return Ok(());
+        }
+        self.grow_payload(text, raw)
+    }
+
+    #[cold]
+    fn grow_payload(&mut self, text: usize, raw: usize) -> Result<(), Refusal> {
+        let t = &mut self.target.text;
+        let text_cap = grown_capacity(t.capacity(), t.len(), text);
+        let r = &mut *self.target.raw;
+        let raw_cap = grown_capacity(r.capacity(), r.len(), raw);
+        let mut bytes = 0;
+        if text_cap > t.capacity() {
+            bytes += text_cap;
+        }
+        if raw_cap > r.capacity() {
+            bytes += raw_cap;
+        }
+        self.budget.charge(bytes).map_err(Refusal::Limit)?;
+        t.reserve_exact(text_cap - t.len());
+        r.reserve_exact(raw_cap - r.len());
+        Ok(())
+    }
 }
 
 impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
     fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
         let budget = &mut self.budget;
-        self.frame
-            .params_mut()
+        self.target
+            .table
             .reserve_entries_charged(count, |bytes| budget.charge(bytes))
     }
 
     #[inline]
-    fn param(
-        &mut self,
-        key: &'a str,
-        value: ValueRef<'a>,
-        detect_duplicates: bool,
-    ) -> Result<bool, Limit> {
+    fn param(&mut self, key: &'a [u8], value: WireValue<'a>, _strict: bool) -> Result<(), Refusal> {
         let (text, raw) = match value {
-            ValueRef::String(s) => (key.len() + s.len(), 0),
-            ValueRef::Unknown(u) => (key.len(), 8 + u.raw().len()),
+            WireValue::Str(s) => (key.len() + s.len(), 0),
+            WireValue::Unknown(_, raw) => (key.len(), 8 + raw.len()),
             _ => (key.len(), 0),
         };
-        let budget = &mut self.budget;
-        let params = self.frame.params_mut();
-        params.reserve_payload_charged(text, raw, |bytes| budget.charge(bytes))?;
-        let unique = params.push_flat(key, value);
-        let i = params.len() - 1;
-        Ok(!unique
-            || (detect_duplicates
-                && i < crate::params::LINEAR_MAX
-                && params.has_earlier_duplicate(i)))
+        self.reserve_payload(text, raw)?;
+        let key_start = self.push_text(key);
+        let slot = match value {
+            WireValue::Int(v) => Slot::Int(v),
+            WireValue::Double(v) => Slot::Double(v),
+            WireValue::Bool(v) => Slot::Bool(v),
+            WireValue::Str(s) => {
+                let start = self.push_text(s);
+                Slot::Str {
+                    start: to_u32(start),
+                    len: to_u32(s.len()),
+                }
+            }
+            WireValue::Unknown(tag, raw) => store_unknown(self.target.raw, tag, raw),
+        };
+        let entry = Entry::for_wire_key(key_start, key, slot);
+        let DecodeTarget { table, text, .. } = &mut self.target;
+        // Duplicates (strict mode) are looked for once, after the walk.
+        table.push(text, entry, None);
+        Ok(())
     }
 
     fn begin_attachments(&mut self, count: usize) -> Result<(), Limit> {
         let budget = &mut self.budget;
-        self.frame
-            .reserve_attachments_charged(count, |bytes| budget.charge(bytes))
+        self.attachments
+            .reserve_charged(count, |bytes| budget.charge(bytes))
     }
 
-    fn attachment(&mut self, name: &'a str, data: Range<usize>) -> Result<(), Limit> {
+    fn attachment(&mut self, name: &'a [u8], data: Range<usize>) -> Result<(), Refusal> {
+        let name = std::str::from_utf8(name).map_err(|_| Refusal::Utf8 { in_key: false })?;
         let budget = &mut self.budget;
-        self.frame
-            .reserve_attachment_name_charged(name.len(), |bytes| budget.charge(bytes))?;
+        self.attachments
+            .reserve_name_charged(name.len(), |bytes| budget.charge(bytes))
+            .map_err(Refusal::Limit)?;
         let data = match self.shared {
             Some(b) => b.slice(data),
             None => {
-                self.budget.charge(data.len())?;
+                self.budget.charge(data.len()).map_err(Refusal::Limit)?;
                 Bytes::copy_from_slice(&self.input[data])
             }
         };
-        self.frame.add_attachment(name, data);
+        self.attachments.push(name, data);
         Ok(())
     }
 }

@@ -182,7 +182,7 @@ pub(crate) fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
     let params = frame.params();
     write_map_len(out, params.len());
     for e in params.entries() {
-        write_str(out, params.flat_key(e).as_bytes());
+        write_str(out, params.key_bytes(e));
         match e.slot {
             Slot::Int(v) => {
                 out.extend_from_slice(&[0x92, TAG_INT]);
@@ -268,7 +268,7 @@ pub(crate) fn encoded_len(frame: &Frame) -> usize {
     let params = frame.params();
     n += len_prefix(params.len(), Some(15), false);
     for e in params.entries() {
-        let key = params.flat_key(e).len();
+        let key = params.key_bytes(e).len();
         n += len_prefix(key, Some(31), true) + key + 2;
         n += match e.slot {
             Slot::Int(v) => int_len(v),

@@ -76,6 +76,88 @@ pub(crate) struct AttachmentSlot {
     pub(crate) data: Bytes,
 }
 
+/// The attachments of a frame: slots in insertion order, names in one arena.
+#[derive(Clone, Default)]
+pub(crate) struct Attachments {
+    slots: Vec<AttachmentSlot>,
+    names: String,
+}
+
+impl Attachments {
+    fn with_capacity(count: usize) -> Self {
+        Attachments {
+            slots: Vec::with_capacity(count),
+            names: String::with_capacity(count * 16),
+        }
+    }
+
+    /// Makes room for `count` more attachments the way a decode does:
+    /// `charge` is first told how many bytes that allocates, and may refuse.
+    pub(crate) fn reserve_charged<E>(
+        &mut self,
+        count: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let (len, old_cap) = (self.slots.len(), self.slots.capacity());
+        let cap = grown_capacity(old_cap, len, count);
+        if cap > old_cap {
+            charge(cap * std::mem::size_of::<AttachmentSlot>())?;
+            self.slots.reserve_exact(cap - len);
+        }
+        Ok(())
+    }
+
+    /// Makes room for `bytes` more bytes of names, charging first.
+    pub(crate) fn reserve_name_charged<E>(
+        &mut self,
+        bytes: usize,
+        charge: impl FnOnce(usize) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let names = &mut self.names;
+        let cap = grown_capacity(names.capacity(), names.len(), bytes);
+        if cap > names.capacity() {
+            charge(cap)?;
+            names.reserve_exact(cap - names.len());
+        }
+        Ok(())
+    }
+
+    fn reserve(&mut self, count: usize) {
+        self.slots.reserve(count);
+    }
+
+    fn clear(&mut self) {
+        self.slots.clear();
+        self.names.clear();
+    }
+
+    /// # Panics
+    ///
+    /// If the data or the names reach 4 GiB (MessagePack's limit).
+    pub(crate) fn push(&mut self, name: &str, data: Bytes) {
+        assert!(
+            u32::try_from(data.len()).is_ok(),
+            "attachment data must be shorter than 4 GiB"
+        );
+        let name_start = self.names.len();
+        assert!(
+            u32::try_from(name_start + name.len()).is_ok(),
+            "attachment names are limited to 4 GiB in all"
+        );
+        self.names.push_str(name);
+        self.slots.push(AttachmentSlot {
+            name_start: name_start as u32,
+            name_len: name.len() as u32,
+            data,
+        });
+    }
+
+    fn name(&self, a: &AttachmentSlot) -> &str {
+        let start = a.name_start as usize;
+        &self.names[start..start + a.name_len as usize]
+    }
+}
+
 /// One message: a [`Header`], parameters addressed by `(device, param)` with
 /// typed values, and named binary attachments.
 ///
@@ -101,8 +183,7 @@ pub(crate) struct AttachmentSlot {
 pub struct Frame {
     header: Header,
     params: Params,
-    attachments: Vec<AttachmentSlot>,
-    attachment_names: String,
+    attachments: Attachments,
 }
 
 impl Default for Frame {
@@ -119,8 +200,7 @@ impl Frame {
         Frame {
             header,
             params: Params::default(),
-            attachments: Vec::new(),
-            attachment_names: String::new(),
+            attachments: Attachments::default(),
         }
     }
 
@@ -131,8 +211,7 @@ impl Frame {
         Frame {
             header,
             params: Params::with_capacity(config.params, config.text_bytes),
-            attachments: Vec::with_capacity(config.attachments),
-            attachment_names: String::with_capacity(config.attachments * 16),
+            attachments: Attachments::with_capacity(config.attachments),
         }
     }
 
@@ -351,22 +430,7 @@ impl Frame {
     ///
     /// If the data or the name is 4 GiB or longer (MessagePack's limit).
     pub fn add_attachment(&mut self, name: &str, data: impl Into<Bytes>) {
-        let data = data.into();
-        assert!(
-            u32::try_from(data.len()).is_ok(),
-            "attachment data must be shorter than 4 GiB"
-        );
-        let name_start = self.attachment_names.len();
-        assert!(
-            u32::try_from(name_start + name.len()).is_ok(),
-            "attachment names are limited to 4 GiB in all"
-        );
-        self.attachment_names.push_str(name);
-        self.attachments.push(AttachmentSlot {
-            name_start: name_start as u32,
-            name_len: name.len() as u32,
-            data,
-        });
+        self.attachments.push(name, data.into());
     }
 
     /// The attachments as `(name, data)`, in insertion order
@@ -374,8 +438,9 @@ impl Frame {
     /// data, it does not copy it.
     pub fn attachments(&self) -> impl ExactSizeIterator<Item = (&str, &Bytes)> + '_ {
         self.attachments
+            .slots
             .iter()
-            .map(move |a| (self.attachment_name(a), &a.data))
+            .map(move |a| (self.attachments.name(a), &a.data))
     }
 
     /// The data of the first attachment with this name.
@@ -387,7 +452,7 @@ impl Frame {
     /// Number of attachments.
     #[must_use]
     pub fn attachment_count(&self) -> usize {
-        self.attachments.len()
+        self.attachments.slots.len()
     }
 
     /// Removes all parameters and attachments, keeping the capacity of every
@@ -396,7 +461,6 @@ impl Frame {
     pub fn clear(&mut self) {
         self.params.clear();
         self.attachments.clear();
-        self.attachment_names.clear();
     }
 
     /// Appends the encoded frame to `out`. Reuse one buffer across messages
@@ -478,47 +542,24 @@ impl Frame {
     }
 
     pub(crate) fn attachment_slots(&self) -> &[AttachmentSlot] {
-        &self.attachments
+        &self.attachments.slots
     }
 
     pub(crate) fn attachment_name(&self, a: &AttachmentSlot) -> &str {
-        let start = a.name_start as usize;
-        &self.attachment_names[start..start + a.name_len as usize]
+        self.attachments.name(a)
     }
 
     pub(crate) fn attachment_names_len(&self) -> usize {
-        self.attachment_names.len()
+        self.attachments.names.len()
     }
 
-    /// Makes room for `count` more attachments, the way a decode does:
-    /// `charge` is first told how many bytes that allocates, and may refuse.
-    pub(crate) fn reserve_attachments_charged<E>(
-        &mut self,
-        count: usize,
-        charge: impl FnOnce(usize) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let (len, old_cap) = (self.attachments.len(), self.attachments.capacity());
-        let cap = grown_capacity(old_cap, len, count);
-        if cap > old_cap {
-            charge(cap * std::mem::size_of::<AttachmentSlot>())?;
-            self.attachments.reserve_exact(cap - len);
-        }
-        Ok(())
+    pub(crate) fn clear_attachments(&mut self) {
+        self.attachments.clear();
     }
 
-    /// Makes room for `bytes` more bytes of attachment names, charging first.
-    pub(crate) fn reserve_attachment_name_charged<E>(
-        &mut self,
-        bytes: usize,
-        charge: impl FnOnce(usize) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let names = &mut self.attachment_names;
-        let cap = grown_capacity(names.capacity(), names.len(), bytes);
-        if cap > names.capacity() {
-            charge(cap)?;
-            names.reserve_exact(cap - names.len());
-        }
-        Ok(())
+    /// The storage a decode fills.
+    pub(crate) fn decode_parts(&mut self) -> (&mut Params, &mut Attachments) {
+        (&mut self.params, &mut self.attachments)
     }
 }
 

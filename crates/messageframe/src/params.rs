@@ -10,9 +10,11 @@
 //! - up to [`LINEAR_MAX`] entries a lookup is a linear scan (cheaper than
 //!   hashing); past that an index (hashbrown's `HashTable<u32>`) makes it O(1).
 
+use std::sync::{Mutex, OnceLock, PoisonError};
+
 use hashbrown::HashTable;
 
-use crate::key::{hash_parts, SEPARATOR_BYTE};
+use crate::key::{bytes_eq, hash_parts, SEPARATOR_BYTE};
 use crate::value::{UnknownValue, ValueRef};
 
 /// Up to this many entries, lookups scan; past it, the index is kept.
@@ -55,12 +57,41 @@ pub(crate) struct Entry {
 
 #[derive(Clone, Default)]
 pub(crate) struct Params {
-    entries: Vec<Entry>,
+    table: Table,
     text: String,
     raw: Vec<u8>,
-    index: HashTable<u32>,
     /// Arena bytes no entry refers to any more (overwritten values).
     garbage: usize,
+}
+
+/// Entries and their index. Its methods take the text arena as bytes, so
+/// that the decoder can fill a byte arena and validate it as UTF-8 once at
+/// the end (see `decode`), and so that key comparisons never pay for `str`
+/// char-boundary checks.
+///
+/// The index is built lazily, by the first lookup that needs it (more than
+/// [`LINEAR_MAX`] entries), and from then on kept up to date by every push.
+/// Filling and decoding a frame therefore never hash a key unless someone
+/// looks one up; a frame that is looked up pays once, O(n), for the whole
+/// index, which is cheaper than maintaining it entry by entry. `OnceLock`
+/// makes the lazy build safe through `&self` and keeps `Frame: Sync`.
+#[derive(Default)]
+pub(crate) struct Table {
+    entries: Vec<Entry>,
+    index: OnceLock<HashTable<u32>>,
+    /// The index's allocation while no index is built (after `clear`), so
+    /// that the next build reuses it. Locked only by that build.
+    spare: Mutex<HashTable<u32>>,
+}
+
+impl Clone for Table {
+    fn clone(&self) -> Self {
+        Table {
+            entries: self.entries.clone(),
+            index: self.index.clone(),
+            spare: Mutex::new(HashTable::new()),
+        }
+    }
 }
 
 /// The capacity a buffer of capacity `cap` holding `len` items grows to when
@@ -90,38 +121,115 @@ pub(crate) fn table_bytes_bound(items: usize, slot_bytes: usize) -> usize {
 /// Converts an arena offset or length to the `u32` entries store. The arenas
 /// are bounded by the decode limits and by this check for `add`.
 #[inline]
-fn to_u32(n: usize) -> u32 {
+pub(crate) fn to_u32(n: usize) -> u32 {
     u32::try_from(n).expect("a frame's text arena is limited to 4 GiB")
 }
 
-impl Params {
-    pub(crate) fn with_capacity(params: usize, text_bytes: usize) -> Self {
-        let mut p = Params {
-            entries: Vec::with_capacity(params),
-            text: String::with_capacity(text_bytes),
-            raw: Vec::new(),
-            index: HashTable::new(),
-            garbage: 0,
-        };
-        if params > LINEAR_MAX {
-            p.index = HashTable::with_capacity(params);
+#[inline]
+fn key_of<'t>(text: &'t [u8], e: &Entry) -> &'t [u8] {
+    let start = e.key_start as usize;
+    &text[start..start + e.key_len as usize]
+}
+
+/// `(device, param)` bytes of an entry.
+#[inline]
+fn parts_of<'t>(text: &'t [u8], e: &Entry) -> (&'t [u8], &'t [u8]) {
+    let key = key_of(text, e);
+    if e.dev_len == NO_SEP {
+        (&[], key)
+    } else {
+        let sep = e.dev_len as usize;
+        (&key[..sep], &key[sep + 1..])
+    }
+}
+
+#[inline]
+fn hash_of(text: &[u8], e: &Entry) -> u64 {
+    let (d, p) = parts_of(text, e);
+    hash_parts(d, p)
+}
+
+/// Whether entry `e` has the key `(device, param)`.
+#[inline(always)]
+fn has_key(text: &[u8], e: &Entry, device: &[u8], param: &[u8]) -> bool {
+    if e.dev_len == NO_SEP {
+        return device.is_empty() && bytes_eq(key_of(text, e), param);
+    }
+    let dl = e.dev_len as usize;
+    if dl != device.len() || e.key_len as usize != dl + 1 + param.len() {
+        return false;
+    }
+    let key = key_of(text, e);
+    bytes_eq(&key[..dl], device) && bytes_eq(&key[dl + 1..], param)
+}
+
+#[inline]
+fn same_key(text: &[u8], a: &Entry, b: &Entry) -> bool {
+    if a.dev_len == b.dev_len {
+        bytes_eq(key_of(text, a), key_of(text, b))
+    } else {
+        // Only a key without separator and one with an empty device can
+        // still be equal: ("", "x") either way.
+        let (d, p) = parts_of(text, b);
+        (a.dev_len == NO_SEP || b.dev_len == NO_SEP) && has_key(text, a, d, p)
+    }
+}
+
+/// Inserts entry `i` into `index` unless an equal key is there already
+/// (first occurrence wins). Returns whether it was inserted.
+#[inline]
+fn index_insert(
+    index: &mut HashTable<u32>,
+    entries: &[Entry],
+    text: &[u8],
+    i: usize,
+    hash: u64,
+) -> bool {
+    let new = &entries[i];
+    match index.entry(
+        hash,
+        |&j| same_key(text, &entries[j as usize], new),
+        |&j| hash_of(text, &entries[j as usize]),
+    ) {
+        hashbrown::hash_table::Entry::Occupied(_) => false,
+        hashbrown::hash_table::Entry::Vacant(v) => {
+            v.insert(i as u32);
+            true
         }
-        p
+    }
+}
+
+impl Table {
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
     }
 
-    pub(crate) fn reserve(&mut self, params: usize, text_bytes: usize) {
+    fn clear(&mut self) {
+        self.entries.clear();
+        if let Some(mut index) = self.index.take() {
+            index.clear();
+            *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = index;
+        }
+    }
+
+    pub(crate) fn reserve(&mut self, text: &[u8], params: usize) {
         self.entries.reserve(params);
-        self.text.reserve(text_bytes);
         let total = self.entries.len() + params;
         if total > LINEAR_MAX {
-            let extra = total.saturating_sub(self.index.len());
-            self.reserve_index(extra);
+            let entries = &self.entries;
+            let index = match self.index.get_mut() {
+                Some(index) => index,
+                None => self.spare.get_mut().unwrap_or_else(PoisonError::into_inner),
+            };
+            let extra = total.saturating_sub(index.len());
+            index.reserve(extra, |&i| hash_of(text, &entries[i as usize]));
         }
     }
 
-    /// Makes room for `count` more entries and their index, the way a decode
-    /// does: `charge` is first told how many bytes that allocates (an upper
-    /// bound for the index), and may refuse.
+    /// Makes room for `count` more entries the way a decode does: `charge` is
+    /// first told how many bytes that allocates, and may refuse. (The index
+    /// is not built by a decode; lookups build it, see the type's doc.)
     pub(crate) fn reserve_entries_charged<E>(
         &mut self,
         count: usize,
@@ -130,85 +238,133 @@ impl Params {
         let len = self.entries.len();
         let old_cap = self.entries.capacity();
         let cap = grown_capacity(old_cap, len, count);
-        let mut bytes = 0;
         if cap > old_cap {
-            bytes += cap * std::mem::size_of::<Entry>();
-        }
-        // The index is sized for the whole entry capacity: crossing into
-        // indexed mode then allocates nothing more.
-        let indexed = len + count > LINEAR_MAX;
-        if indexed && cap > self.index.capacity() {
-            bytes += table_bytes_bound(cap, std::mem::size_of::<u32>());
-        }
-        charge(bytes)?;
-        self.entries.reserve_exact(cap - len);
-        if indexed {
-            self.reserve_index(cap - self.index.len());
+            charge(cap * std::mem::size_of::<Entry>())?;
+            self.entries.reserve_exact(cap - len);
         }
         Ok(())
     }
 
-    /// Makes room for `text` more text bytes and `raw` more raw-value bytes,
-    /// charging first like [`reserve_entries_charged`](Self::reserve_entries_charged).
+    /// Appends an entry whose key and payload are already in `text`. If the
+    /// index is built it is updated (`hash`, when given, saves hashing the
+    /// key); returns `false` if it then shows the key was already present
+    /// (lookups keep finding the first occurrence).
     #[inline]
-    pub(crate) fn reserve_payload_charged<E>(
-        &mut self,
-        text: usize,
-        raw: usize,
-        charge: impl FnOnce(usize) -> Result<(), E>,
-    ) -> Result<(), E> {
-        if text <= self.text.capacity() - self.text.len()
-            && raw <= self.raw.capacity() - self.raw.len()
-        {
-            return Ok(());
+    pub(crate) fn push(&mut self, text: &[u8], entry: Entry, hash: Option<u64>) -> bool {
+        let i = self.entries.len();
+        self.entries.push(entry);
+        match self.index.get_mut() {
+            None => true,
+            Some(index) => {
+                let h = hash.unwrap_or_else(|| hash_of(text, &entry));
+                index_insert(index, &self.entries, text, i, h)
+            }
         }
-        self.grow_payload(text, raw, charge)
     }
 
-    #[cold]
-    fn grow_payload<E>(
-        &mut self,
-        text: usize,
-        raw: usize,
-        charge: impl FnOnce(usize) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let text_cap = grown_capacity(self.text.capacity(), self.text.len(), text);
-        let raw_cap = grown_capacity(self.raw.capacity(), self.raw.len(), raw);
-        let mut bytes = 0;
-        if text_cap > self.text.capacity() {
-            bytes += text_cap;
-        }
-        if raw_cap > self.raw.capacity() {
-            bytes += raw_cap;
-        }
-        charge(bytes)?;
-        self.text.reserve_exact(text_cap - self.text.len());
-        self.raw.reserve_exact(raw_cap - self.raw.len());
-        Ok(())
+    /// The index, built on first use.
+    #[inline]
+    fn index(&self, text: &[u8]) -> &HashTable<u32> {
+        self.index.get_or_init(|| {
+            let mut index =
+                std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
+            let entries = &self.entries;
+            index.reserve(entries.capacity().max(entries.len()), |&i| {
+                hash_of(text, &entries[i as usize])
+            });
+            for i in 0..entries.len() {
+                index_insert(&mut index, entries, text, i, hash_of(text, &entries[i]));
+            }
+            index
+        })
     }
 
-    fn reserve_index(&mut self, additional: usize) {
-        let (entries, text) = (&self.entries, &self.text);
-        self.index
-            .reserve(additional, |&i| entry_hash(text, &entries[i as usize]));
+    /// Position of the first entry with this key.
+    #[inline]
+    pub(crate) fn position(
+        &self,
+        text: &[u8],
+        device: &[u8],
+        param: &[u8],
+        hash: Option<u64>,
+    ) -> Option<usize> {
+        if self.entries.len() <= LINEAR_MAX {
+            return self
+                .entries
+                .iter()
+                .position(|e| has_key(text, e, device, param));
+        }
+        let hash = hash.unwrap_or_else(|| hash_parts(device, param));
+        self.index(text)
+            .find(hash, |&j| {
+                has_key(text, &self.entries[j as usize], device, param)
+            })
+            .map(|&j| j as usize)
+    }
+
+    /// The first entry whose key occurred before it, if any.
+    pub(crate) fn first_duplicate(&self, text: &[u8]) -> Option<usize> {
+        let entries = &self.entries;
+        if entries.len() <= LINEAR_MAX {
+            return (1..entries.len())
+                .find(|&i| entries[..i].iter().any(|e| same_key(text, e, &entries[i])));
+        }
+        let index = self.index(text);
+        if index.len() == entries.len() {
+            return None;
+        }
+        // Some entry is not in the index: the first one whose position is
+        // not where its key leads.
+        (0..entries.len()).find(|&i| {
+            let (d, p) = parts_of(text, &entries[i]);
+            index
+                .find(hash_parts(d, p), |&j| {
+                    same_key(text, &entries[j as usize], &entries[i])
+                })
+                .is_some_and(|&j| j as usize != i)
+        })
+    }
+}
+
+impl Params {
+    pub(crate) fn with_capacity(params: usize, text_bytes: usize) -> Self {
+        let spare = if params > LINEAR_MAX {
+            HashTable::with_capacity(params)
+        } else {
+            HashTable::new()
+        };
+        Params {
+            table: Table {
+                entries: Vec::with_capacity(params),
+                index: OnceLock::new(),
+                spare: Mutex::new(spare),
+            },
+            text: String::with_capacity(text_bytes),
+            raw: Vec::new(),
+            garbage: 0,
+        }
+    }
+
+    pub(crate) fn reserve(&mut self, params: usize, text_bytes: usize) {
+        self.text.reserve(text_bytes);
+        self.table.reserve(self.text.as_bytes(), params);
     }
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+        self.table.len()
     }
 
     pub(crate) fn clear(&mut self) {
-        self.entries.clear();
+        self.table.clear();
         self.text.clear();
         self.raw.clear();
-        self.index.clear();
         self.garbage = 0;
     }
 
     #[inline]
     pub(crate) fn entries(&self) -> &[Entry] {
-        &self.entries
+        &self.table.entries
     }
 
     #[inline]
@@ -223,15 +379,21 @@ impl Params {
 
     /// The flat key exactly as it goes on the wire.
     #[inline]
-    pub(crate) fn flat_key<'s>(&'s self, e: &Entry) -> &'s str {
-        let start = e.key_start as usize;
-        &self.text[start..start + e.key_len as usize]
+    pub(crate) fn key_bytes<'s>(&'s self, e: &Entry) -> &'s [u8] {
+        key_of(self.text.as_bytes(), e)
     }
 
     /// `(device, param)` of an entry.
     #[inline]
     pub(crate) fn parts<'s>(&'s self, e: &Entry) -> (&'s str, &'s str) {
-        entry_parts(&self.text, e)
+        let start = e.key_start as usize;
+        let key = &self.text[start..start + e.key_len as usize];
+        if e.dev_len == NO_SEP {
+            ("", key)
+        } else {
+            let sep = e.dev_len as usize;
+            (&key[..sep], &key[sep + 1..])
+        }
     }
 
     #[inline]
@@ -261,37 +423,10 @@ impl Params {
     }
 
     pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str, ValueRef<'_>)> + '_ {
-        self.entries.iter().map(move |e| {
+        self.table.entries.iter().map(move |e| {
             let (d, p) = self.parts(e);
             (d, p, self.value(e))
         })
-    }
-
-    /// Stores a value's payload in the arenas and returns its slot.
-    #[inline]
-    fn store(&mut self, value: ValueRef<'_>) -> Slot {
-        match value {
-            ValueRef::Int(v) => Slot::Int(v),
-            ValueRef::Double(v) => Slot::Double(v),
-            ValueRef::Bool(v) => Slot::Bool(v),
-            ValueRef::String(s) => {
-                let start = to_u32(self.text.len());
-                self.text.push_str(s);
-                Slot::Str {
-                    start,
-                    len: to_u32(s.len()),
-                }
-            }
-            ValueRef::Unknown(u) => {
-                let start = to_u32(self.raw.len());
-                self.raw.extend_from_slice(&u.tag().to_le_bytes());
-                self.raw.extend_from_slice(u.raw());
-                Slot::Unknown {
-                    start,
-                    len: to_u32(8 + u.raw().len()),
-                }
-            }
-        }
     }
 
     /// Appends `(device, param) = value` without a duplicate check. Returns
@@ -315,102 +450,57 @@ impl Params {
             dev_len: to_u32(device.len()),
             slot: self.store(value),
         };
-        self.push_entry(entry, hash)
+        self.table.push(self.text.as_bytes(), entry, hash)
     }
 
-    /// Appends an entry whose flat key arrived from the wire as one string.
-    #[inline]
-    pub(crate) fn push_flat(&mut self, flat: &str, value: ValueRef<'_>) -> bool {
-        let key_start = to_u32(self.text.len());
-        self.text.push_str(flat);
-        let dev_len = match flat.as_bytes().iter().position(|&b| b == SEPARATOR_BYTE) {
-            Some(i) => to_u32(i),
-            None => NO_SEP,
-        };
-        let entry = Entry {
-            key_start,
-            key_len: to_u32(flat.len()),
-            dev_len,
-            slot: self.store(value),
-        };
-        self.push_entry(entry, None)
+    /// Appends an entry with a flat key exactly as it came from the wire
+    /// (which may lack the separator).
+    pub(crate) fn push_wire(&mut self, key: &str, value: ValueRef<'_>) {
+        let key_start = self.text.len();
+        self.text.push_str(key);
+        let slot = self.store(value);
+        let entry = Entry::for_wire_key(key_start, key.as_bytes(), slot);
+        self.table.push(self.text.as_bytes(), entry, None);
     }
 
+    /// Stores a value's payload in the arenas and returns its slot.
     #[inline]
-    fn push_entry(&mut self, entry: Entry, hash: Option<u64>) -> bool {
-        let idx = self.entries.len();
-        self.entries.push(entry);
-        if idx < LINEAR_MAX {
-            return true;
-        }
-        if idx == LINEAR_MAX {
-            // Crossing into indexed mode: index the entries so far. Entries
-            // stay where they are; only their numbers go into the table.
-            self.reserve_index(self.entries.capacity().max(LINEAR_MAX + 1));
-            let mut unique = true;
-            for i in 0..=idx {
-                let h = entry_hash(&self.text, &self.entries[i]);
-                unique = self.index_insert(i, h);
+    fn store(&mut self, value: ValueRef<'_>) -> Slot {
+        match value {
+            ValueRef::Int(v) => Slot::Int(v),
+            ValueRef::Double(v) => Slot::Double(v),
+            ValueRef::Bool(v) => Slot::Bool(v),
+            ValueRef::String(s) => {
+                let start = to_u32(self.text.len());
+                self.text.push_str(s);
+                Slot::Str {
+                    start,
+                    len: to_u32(s.len()),
+                }
             }
-            return unique;
-        }
-        let h = hash.unwrap_or_else(|| entry_hash(&self.text, &entry));
-        self.index_insert(idx, h)
-    }
-
-    /// Inserts entry `i` into the index unless an equal key is there already
-    /// (first occurrence wins). Returns whether it was inserted.
-    #[inline]
-    fn index_insert(&mut self, i: usize, hash: u64) -> bool {
-        let (entries, text) = (&self.entries, &self.text);
-        let parts = entry_parts(text, &entries[i]);
-        match self.index.entry(
-            hash,
-            |&j| entry_parts(text, &entries[j as usize]) == parts,
-            |&j| entry_hash(text, &entries[j as usize]),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(_) => false,
-            hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(to_u32(i));
-                true
-            }
+            ValueRef::Unknown(u) => store_unknown(&mut self.raw, u.tag(), u.raw()),
         }
     }
 
     /// Position of the first entry with this key.
     #[inline]
     pub(crate) fn position(&self, device: &str, param: &str, hash: Option<u64>) -> Option<usize> {
-        if self.entries.len() <= LINEAR_MAX {
-            return self
-                .entries
-                .iter()
-                .position(|e| entry_parts(&self.text, e) == (device, param));
-        }
-        let hash = hash.unwrap_or_else(|| hash_parts(device.as_bytes(), param.as_bytes()));
-        self.index
-            .find(hash, |&j| {
-                entry_parts(&self.text, &self.entries[j as usize]) == (device, param)
-            })
-            .map(|&j| j as usize)
-    }
-
-    /// Whether an earlier entry than `i` has the same key (linear mode only;
-    /// in indexed mode `push` already reports duplicates).
-    pub(crate) fn has_earlier_duplicate(&self, i: usize) -> bool {
-        let parts = self.parts(&self.entries[i]);
-        self.entries[..i]
-            .iter()
-            .any(|e| entry_parts(&self.text, e) == parts)
+        self.table.position(
+            self.text.as_bytes(),
+            device.as_bytes(),
+            param.as_bytes(),
+            hash,
+        )
     }
 
     #[inline]
     pub(crate) fn get(&self, i: usize) -> ValueRef<'_> {
-        self.value(&self.entries[i])
+        self.value(&self.table.entries[i])
     }
 
     /// Replaces the value of entry `i`.
     pub(crate) fn replace(&mut self, i: usize, value: ValueRef<'_>) {
-        let old = self.entries[i].slot;
+        let old = self.table.entries[i].slot;
         // A string of the same length is overwritten in place; anything else
         // is appended and the old bytes become garbage, compacted away once
         // they outweigh the live bytes.
@@ -422,7 +512,7 @@ impl Params {
             }
         }
         let slot = self.store(value);
-        self.entries[i].slot = slot;
+        self.table.entries[i].slot = slot;
         self.garbage += match old {
             Slot::Str { len, .. } | Slot::Unknown { len, .. } => len as usize,
             _ => 0,
@@ -436,7 +526,7 @@ impl Params {
     fn compact(&mut self) {
         let mut text = String::with_capacity(self.text.capacity());
         let mut raw = Vec::with_capacity(self.raw.capacity());
-        for e in &mut self.entries {
+        for e in &mut self.table.entries {
             let ks = e.key_start as usize;
             e.key_start = to_u32(text.len());
             text.push_str(&self.text[ks..ks + e.key_len as usize]);
@@ -458,22 +548,132 @@ impl Params {
         self.raw = raw;
         self.garbage = 0;
     }
-}
 
-#[inline]
-fn entry_parts<'t>(text: &'t str, e: &Entry) -> (&'t str, &'t str) {
-    let start = e.key_start as usize;
-    let end = start + e.key_len as usize;
-    if e.dev_len == NO_SEP {
-        ("", &text[start..end])
-    } else {
-        let sep = start + e.dev_len as usize;
-        (&text[start..sep], &text[sep + 1..end])
+    /// Starts a decode: empties the storage and hands out its parts, with the
+    /// text arena as bytes (capacity kept), so that the decoder appends
+    /// unvalidated bytes and checks them as UTF-8 once, at the end.
+    pub(crate) fn begin_decode(&mut self) -> DecodeTarget<'_> {
+        self.clear();
+        let text = std::mem::take(&mut self.text).into_bytes();
+        DecodeTarget {
+            table: &mut self.table,
+            raw: &mut self.raw,
+            text,
+            home: &mut self.text,
+        }
     }
 }
 
-#[inline]
-fn entry_hash(text: &str, e: &Entry) -> u64 {
-    let (d, p) = entry_parts(text, e);
-    hash_parts(d.as_bytes(), p.as_bytes())
+/// The parts of [`Params`] a decode fills; see [`Params::begin_decode`].
+/// Dropping it without [`finish`](DecodeTarget::finish) leaves the storage
+/// empty (the text arena's capacity is lost then: only error paths do it).
+pub(crate) struct DecodeTarget<'p> {
+    pub(crate) table: &'p mut Table,
+    pub(crate) raw: &'p mut Vec<u8>,
+    /// The text arena, as bytes until [`finish`](DecodeTarget::finish).
+    pub(crate) text: Vec<u8>,
+    home: &'p mut String,
+}
+
+impl DecodeTarget<'_> {
+    /// Puts the text arena back. With `keep` and valid UTF-8 the decoded
+    /// entries stay; otherwise the storage is left empty (capacity kept) and
+    /// `false` is returned.
+    pub(crate) fn finish(self, keep: bool) -> bool {
+        let text = if keep {
+            String::from_utf8(self.text)
+        } else {
+            let mut bytes = self.text;
+            bytes.clear();
+            String::from_utf8(bytes)
+        };
+        match text {
+            Ok(text) => {
+                *self.home = text;
+                if keep {
+                    return true;
+                }
+            }
+            Err(e) => {
+                let mut bytes = e.into_bytes();
+                bytes.clear();
+                // Empty, hence valid UTF-8: the arena keeps its capacity.
+                *self.home = String::from_utf8(bytes).unwrap_or_default();
+            }
+        }
+        self.table.clear();
+        self.raw.clear();
+        false
+    }
+}
+
+pub(crate) fn store_unknown(raw: &mut Vec<u8>, tag: i64, value: &[u8]) -> Slot {
+    let start = to_u32(raw.len());
+    raw.extend_from_slice(&tag.to_le_bytes());
+    raw.extend_from_slice(value);
+    Slot::Unknown {
+        start,
+        len: to_u32(8 + value.len()),
+    }
+}
+
+impl Entry {
+    /// An entry for a flat key stored at `key_start..key_start + key.len()`
+    /// of the text arena.
+    #[inline]
+    pub(crate) fn for_wire_key(key_start: usize, key: &[u8], slot: Slot) -> Entry {
+        let dev_len = match key.iter().position(|&b| b == SEPARATOR_BYTE) {
+            Some(i) => to_u32(i),
+            None => NO_SEP,
+        };
+        Entry {
+            key_start: to_u32(key_start),
+            key_len: to_u32(key.len()),
+            dev_len,
+            slot,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_32_bytes() {
+        // docs/architecture.md relies on this: two entries per cache line.
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+    }
+
+    #[test]
+    fn the_index_exists_only_past_the_linear_threshold() {
+        let mut p = Params::default();
+        for k in 0..=LINEAR_MAX {
+            assert!(p.push("d", &format!("p{k}"), None, ValueRef::Int(0)));
+        }
+        assert!(p.table.index.get().is_none(), "no index before a lookup");
+        assert_eq!(p.position("d", "p3", None), Some(3));
+        assert_eq!(
+            p.table.index.get().map(HashTable::len),
+            Some(LINEAR_MAX + 1)
+        );
+        assert!(
+            !p.push("d", "p0", None, ValueRef::Int(1)),
+            "duplicate reported"
+        );
+        assert_eq!(
+            p.position("d", "p0", None),
+            Some(0),
+            "first occurrence wins"
+        );
+        assert_eq!(
+            p.table.first_duplicate(p.text.as_bytes()),
+            Some(LINEAR_MAX + 1)
+        );
+        p.clear();
+        assert!(
+            p.table.index.get().is_none(),
+            "clear drops the index, keeps its memory"
+        );
+    }
 }

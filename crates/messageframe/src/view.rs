@@ -1,15 +1,12 @@
 //! The zero-copy view: a validated frame read in place.
 
-use std::collections::HashSet;
 use std::fmt;
-use std::ops::Range;
 
-use crate::decode::{read_value, walk, Budget, Decoder, Layout, Reader, Sink};
-use crate::error::{Context, DecodeError, ErrorKind, Limit};
+use crate::decode::{read_value, walk, CheckSink, Decoder, Layout, Reader};
+use crate::error::{Context, DecodeError, ErrorKind};
 use crate::frame::{Frame, FrameConfig};
 use crate::header::Header;
 use crate::key::{FlatKey, SEPARATOR_BYTE};
-use crate::params::table_bytes_bound;
 use crate::value::ValueRef;
 
 /// A frame read in place: keys, string values and attachments are borrowed
@@ -44,46 +41,6 @@ pub struct FrameView<'a> {
     layout: Layout,
 }
 
-struct ViewSink<'a> {
-    strict: bool,
-    /// Keys seen so far, for duplicate detection (strict decoding only).
-    seen: Option<HashSet<(&'a str, &'a str)>>,
-    budget: Budget,
-}
-
-impl<'a> Sink<'a> for ViewSink<'a> {
-    fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
-        if self.strict && count > 0 {
-            // Only strict decoding pays for this set, sized once.
-            let slot = std::mem::size_of::<(&str, &str)>();
-            self.budget.charge(table_bytes_bound(count, slot))?;
-            self.seen = Some(HashSet::with_capacity(count));
-        }
-        Ok(())
-    }
-
-    fn param(
-        &mut self,
-        key: &'a str,
-        _value: ValueRef<'a>,
-        detect_duplicates: bool,
-    ) -> Result<bool, Limit> {
-        if !detect_duplicates {
-            return Ok(false);
-        }
-        let seen = self.seen.get_or_insert_with(HashSet::new);
-        Ok(!seen.insert(crate::key::split_flat(key)))
-    }
-
-    fn begin_attachments(&mut self, _count: usize) -> Result<(), Limit> {
-        Ok(())
-    }
-
-    fn attachment(&mut self, _name: &'a str, _data: Range<usize>) -> Result<(), Limit> {
-        Ok(())
-    }
-}
-
 impl Decoder {
     /// Validates exactly one frame (trailing bytes are an error) and returns
     /// a borrowed view of it.
@@ -104,11 +61,7 @@ impl Decoder {
     /// Validates the first frame of `bytes` and returns a view of it;
     /// [`FrameView::encoded_len`] says how many bytes it used.
     pub fn view_prefix<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
-        let mut sink = ViewSink {
-            strict: self.is_strict(),
-            seen: None,
-            budget: Budget::new(self.current_limits().max_alloc_bytes),
-        };
+        let mut sink = CheckSink::new(self);
         let (header, layout) = walk(self, bytes, &mut sink)?;
         Ok(FrameView {
             bytes: &bytes[..layout.end],
@@ -247,7 +200,7 @@ impl<'a> FrameView<'a> {
             // succeed; should one fail anyway, the copy ends.
             let Ok(key) = r.str() else { break };
             let Ok(value) = read_value(&mut r) else { break };
-            frame.params_mut().push_flat(key, value);
+            frame.params_mut().push_wire(key, value);
         }
         for (name, data) in self.attachments() {
             frame.add_attachment(name, data.to_vec());

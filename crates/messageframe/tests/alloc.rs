@@ -89,13 +89,15 @@ fn steady_state_fill_encode_decode_allocates_nothing() {
         let mut decoded = Frame::default();
         let mut buf = Vec::new();
         let last = (inp.devices[n - 1].clone(), inp.params[n - 1].clone());
-        // Warm-up: containers reach their working size.
+        // Warm-up, the same work as measured below: containers (the lazily
+        // built lookup index included) reach their working size.
         for _ in 0..2 {
             frame.clear();
             fill(&mut frame, &inp);
             buf.clear();
             frame.encode_into(&mut buf);
             decoded.decode_from(&buf).unwrap();
+            assert!(decoded.find(&last.0, &last.1).is_some());
         }
         for i in 0..10u64 {
             let (allocs, bytes, found) = count(|| {

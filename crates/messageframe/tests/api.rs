@@ -491,7 +491,7 @@ fn strict_decoding_rejects_duplicate_keys_with_their_offset() {
         assert_eq!(err.kind(), &ErrorKind::DuplicateKey, "n={n_before}");
         assert_eq!(err.context(), &Context::Key(n_before));
         // The duplicate entry is the last one: 1 (0x90) + its length from the end.
-        let entry_len = 1 + "d\u{1f}p0".len() + 4; // fixstr key + 0x92 0x0a cd 03e7
+        let entry_len = 1 + "d\u{1f}p0".len() + 5; // fixstr key + 92 0a cd 03 e7
         assert_eq!(err.offset(), bytes.len() - 1 - entry_len);
         let view_err = strict.view(&bytes).unwrap_err();
         assert_eq!(view_err.kind(), &ErrorKind::DuplicateKey);
@@ -722,7 +722,7 @@ fn errors_display_what_and_where() {
     let err = err_of(Frame::decode(&[0x93, 0x98, 1, 2]));
     assert_eq!(
         err.to_string(),
-        "input is truncated at byte 4 (in header field `target`)"
+        "input is truncated at byte 4 (in header field `source`)"
     );
     let err = err_of(Frame::decode(&[0x80]));
     assert_eq!(
