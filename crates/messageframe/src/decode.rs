@@ -284,6 +284,7 @@ impl Decoder {
                 && table.first_duplicate(text).is_none();
         }
         let kept = sink.target.finish(fine);
+        let budget = sink.budget;
         match result {
             Ok((header, layout)) if kept => {
                 frame.set_header(header);
@@ -293,8 +294,10 @@ impl Decoder {
                 frame.clear();
                 // The owned walk defers UTF-8 and duplicate checks to the
                 // end; the validating walk finds the first error in input
-                // order, the one the view reports.
-                let mut check = CheckSink::new(self);
+                // order, the one the view reports. It spends what is left
+                // of the budget, so that both walks together stay within
+                // max_alloc_bytes.
+                let mut check = CheckSink::with_budget(self, budget);
                 match walk(self, bytes, &mut check) {
                     Err(e) => Err(e),
                     Ok(_) => Err(other.err().unwrap_or_else(|| {
@@ -943,10 +946,15 @@ pub(crate) struct CheckSink<'a> {
 
 impl CheckSink<'_> {
     pub(crate) fn new(dec: &Decoder) -> Self {
+        Self::with_budget(dec, Budget::new(dec.limits.max_alloc_bytes))
+    }
+
+    /// A validating sink that spends what is left of `budget`.
+    fn with_budget(dec: &Decoder, budget: Budget) -> Self {
         CheckSink {
             strict: dec.strict,
             seen: None,
-            budget: Budget::new(dec.limits.max_alloc_bytes),
+            budget,
         }
     }
 }

@@ -93,13 +93,14 @@ impl Attachments {
 
     /// Makes room for `count` more attachments the way a decode does:
     /// `charge` is first told how many bytes that allocates, and may refuse.
+    /// The count is exact, so the table grows to exactly what it needs.
     pub(crate) fn reserve_charged<E>(
         &mut self,
         count: usize,
         charge: impl FnOnce(usize) -> Result<(), E>,
     ) -> Result<(), E> {
         let (len, old_cap) = (self.slots.len(), self.slots.capacity());
-        let cap = grown_capacity(old_cap, len, count);
+        let cap = old_cap.max(len.saturating_add(count));
         if cap > old_cap {
             charge(cap * std::mem::size_of::<AttachmentSlot>())?;
             self.slots.reserve_exact(cap - len);

@@ -230,6 +230,10 @@ impl Table {
     /// Makes room for `count` more entries the way a decode does: `charge` is
     /// first told how many bytes that allocates, and may refuse. (The index
     /// is not built by a decode; lookups build it, see the type's doc.)
+    ///
+    /// The decoder knows the exact count, so the table grows to exactly what
+    /// it needs, not to double its capacity: what a decode allocates stays
+    /// proportional to its input (docs/security.md).
     pub(crate) fn reserve_entries_charged<E>(
         &mut self,
         count: usize,
@@ -237,7 +241,7 @@ impl Table {
     ) -> Result<(), E> {
         let len = self.entries.len();
         let old_cap = self.entries.capacity();
-        let cap = grown_capacity(old_cap, len, count);
+        let cap = old_cap.max(len.saturating_add(count));
         if cap > old_cap {
             charge(cap * std::mem::size_of::<Entry>())?;
             self.entries.reserve_exact(cap - len);
@@ -268,10 +272,11 @@ impl Table {
         self.index.get_or_init(|| {
             let mut index =
                 std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
+            // Sized for the entries present, not the table's capacity: a
+            // decode into a frame grown by an earlier, larger message must not
+            // allocate for that message (see docs/security.md).
             let entries = &self.entries;
-            index.reserve(entries.capacity().max(entries.len()), |&i| {
-                hash_of(text, &entries[i as usize])
-            });
+            index.reserve(entries.len(), |&i| hash_of(text, &entries[i as usize]));
             for i in 0..entries.len() {
                 index_insert(&mut index, entries, text, i, hash_of(text, &entries[i]));
             }

@@ -1,0 +1,87 @@
+//! Writes the seed corpus of every fuzz target into `fuzz/corpus/<target>/`:
+//! the interop frames written by the C++ library, the crafted hostile inputs
+//! of `fuzz/regressions/`, and generated frames (see `messageframe_fuzz::gen`).
+//!
+//! Run from `fuzz/` with a stable toolchain, before fuzzing and `cargo fuzz
+//! cmin`: `cargo run --example gen_corpus`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use messageframe_fuzz::gen;
+
+const TARGETS: [&str; 6] = [
+    "decode",
+    "decode_into",
+    "view",
+    "header_peek",
+    "stream",
+    "roundtrip",
+];
+
+fn files(dir: &Path, ext: Option<&str>) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_file() && (ext.is_none() || path.extension().and_then(|e| e.to_str()) == ext) {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            out.push((name, fs::read(&path).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let interop = files(
+        &root.join("../crates/messageframe/tests/data/interop"),
+        Some("mfb"),
+    );
+    assert!(interop.len() >= 11, "interop frames not found");
+    let regressions = files(&root.join("regressions"), None);
+
+    let mut seeds: Vec<(String, Vec<u8>)> = Vec::new();
+    seeds.extend(
+        interop
+            .iter()
+            .map(|(n, b)| (format!("interop_{n}"), b.clone())),
+    );
+    seeds.extend(
+        regressions
+            .iter()
+            .map(|(n, b)| (format!("regression_{n}"), b.clone())),
+    );
+    for (i, f) in gen::frames(0x6d66_7a31, 300).into_iter().enumerate() {
+        seeds.push((format!("gen_{i:03}"), f));
+    }
+
+    for target in TARGETS {
+        let dir = root.join("corpus").join(target);
+        fs::create_dir_all(&dir).unwrap();
+        let mut written = 0;
+        let mut put = |name: &str, bytes: &[u8]| {
+            fs::write(dir.join(name), bytes).unwrap();
+            written += 1;
+        };
+        for (name, bytes) in &seeds {
+            put(name, bytes);
+        }
+        if target == "stream" {
+            for (i, s) in gen::streams(0x5354_5245, 60).into_iter().enumerate() {
+                put(&format!("gen_stream_{i:03}"), &s);
+            }
+            // Interop frames back to back.
+            let all: Vec<u8> = interop
+                .iter()
+                .filter(|(n, _)| n != "strings")
+                .flat_map(|(_, b)| b.clone())
+                .collect();
+            put("interop_all_back_to_back", &all);
+        }
+        println!("{target}: {written} seeds in {}", dir.display());
+    }
+}
