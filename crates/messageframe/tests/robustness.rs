@@ -74,9 +74,7 @@ fn positions(bytes: &[u8]) -> Vec<usize> {
     }
     let mut keep = vec![false; n];
     for start in element_starts(bytes) {
-        for p in start..(start + 5).min(n) {
-            keep[p] = true;
-        }
+        keep[start..(start + 5).min(n)].fill(true);
     }
     for p in (0..256.min(n))
         .chain(n.saturating_sub(256)..n)
