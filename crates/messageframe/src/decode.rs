@@ -14,7 +14,6 @@ use std::collections::HashSet;
 use crate::error::{Context, DecodeError, ErrorKind, Expected, Limit};
 use crate::frame::{Attachments, Frame};
 use crate::header::Header;
-use crate::key::SEPARATOR_BYTE;
 use crate::params::{
     grown_capacity, store_unknown, table_bytes_bound, to_u32, DecodeTarget, Entry, Slot,
 };
@@ -524,15 +523,35 @@ impl<'a> Reader<'a> {
 
     /// An integer that must fit `T`.
     #[inline(always)]
-    pub(crate) fn int_as<T: TryFrom<Int> + From<u8>>(&mut self) -> Result<T, DecodeError> {
-        // Fast path: a positive fixint fits every field type.
-        if let Some(&b) = self.data.get(self.pos) {
-            if b < 0x80 {
+    pub(crate) fn int_as<T: TryFrom<Int> + TryFrom<u64> + From<u8>>(
+        &mut self,
+    ) -> Result<T, DecodeError> {
+        // Fast paths: a positive fixint fits every field type; the unsigned
+        // markers read straight into a u64.
+        let at = self.pos;
+        let width = match self.data.get(at) {
+            Some(&b) if b < 0x80 => {
                 self.pos += 1;
                 return Ok(T::from(b));
             }
-        }
-        self.int_as_slow()
+            Some(0xcc) => 1,
+            Some(0xcd) => 2,
+            Some(0xce) => 4,
+            Some(0xcf) => 8,
+            _ => return self.int_as_slow(),
+        };
+        let Some(bytes) = self.data.get(at + 1..at + 1 + width) else {
+            return self.int_as_slow();
+        };
+        let v = match *bytes {
+            [a] => u64::from(a),
+            [a, b] => u64::from(u16::from_be_bytes([a, b])),
+            [a, b, c, d] => u64::from(u32::from_be_bytes([a, b, c, d])),
+            [a, b, c, d, e, f, g, h] => u64::from_be_bytes([a, b, c, d, e, f, g, h]),
+            _ => return self.int_as_slow(),
+        };
+        self.pos = at + 1 + width;
+        T::try_from(v).map_err(|_| self.err(ErrorKind::IntegerOutOfRange, at))
     }
 
     #[inline(never)]
@@ -624,6 +643,94 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Reads one parameter (`key`, `[tag, value]`) in the forms encoders
+    /// write: fixstr key, fixarray(2), fixint tag, and a value in a common
+    /// encoding. Returns `None`, consuming nothing, for anything else, which
+    /// the general readers then handle (with exact errors). No `Result`
+    /// plumbing: this is the decoders' hot path.
+    #[inline(always)]
+    pub(crate) fn fast_param(&mut self) -> Option<(&'a [u8], WireValue<'a>)> {
+        let d = self.data;
+        let p = self.pos;
+        let m = *d.get(p)?;
+        if !(0xa0..=0xbf).contains(&m) {
+            return None;
+        }
+        let klen = usize::from(m & 0x1f);
+        let key = d.get(p + 1..p + 1 + klen)?;
+        let v = p + 1 + klen;
+        let &[0x92, tag, vm] = d.get(v..v + 3)? else {
+            return None;
+        };
+        let at = v + 3; // first byte after the value's marker
+        let be = |n: usize| -> Option<u64> {
+            let b = d.get(at..at + n)?;
+            Some(b.iter().fold(0u64, |acc, &x| acc << 8 | u64::from(x)))
+        };
+        let (value, end) = match (tag, vm) {
+            (TAG_INT, 0x00..=0x7f) => (WireValue::Int(i64::from(vm)), at),
+            (TAG_INT, 0xe0..=0xff) => (WireValue::Int(i64::from(vm as i8)), at),
+            (TAG_INT, 0xcc) => (WireValue::Int(be(1)? as i64), at + 1),
+            (TAG_INT, 0xcd) => (WireValue::Int(be(2)? as i64), at + 2),
+            (TAG_INT, 0xce) => (WireValue::Int(be(4)? as i64), at + 4),
+            (TAG_INT, 0xd0) => (WireValue::Int(i64::from(be(1)? as u8 as i8)), at + 1),
+            (TAG_INT, 0xd1) => (WireValue::Int(i64::from(be(2)? as u16 as i16)), at + 2),
+            (TAG_INT, 0xd2) => (WireValue::Int(i64::from(be(4)? as u32 as i32)), at + 4),
+            (TAG_INT, 0xd3) => (WireValue::Int(be(8)? as i64), at + 8),
+            (TAG_DOUBLE, 0xcb) => (WireValue::Double(f64::from_bits(be(8)?)), at + 8),
+            (TAG_DOUBLE, 0x00..=0x7f) => (WireValue::Double(f64::from(vm)), at),
+            (TAG_DOUBLE, 0xe0..=0xff) => (WireValue::Double(f64::from(vm as i8)), at),
+            (TAG_DOUBLE, 0xcc) => (WireValue::Double(be(1)? as f64), at + 1),
+            (TAG_DOUBLE, 0xcd) => (WireValue::Double(be(2)? as f64), at + 2),
+            (TAG_DOUBLE, 0xce) => (WireValue::Double(be(4)? as f64), at + 4),
+            (TAG_STRING, 0xa0..=0xbf) => {
+                let n = usize::from(vm & 0x1f);
+                (WireValue::Str(d.get(at..at + n)?), at + n)
+            }
+            (TAG_STRING, 0xd9) => {
+                let n = usize::from(*d.get(at)?);
+                if n > self.max_str {
+                    return None;
+                }
+                (WireValue::Str(d.get(at + 1..at + 1 + n)?), at + 1 + n)
+            }
+            (TAG_BOOL, 0xc2) => (WireValue::Bool(false), at),
+            (TAG_BOOL, 0xc3) => (WireValue::Bool(true), at),
+            _ => return None,
+        };
+        if klen > self.max_str {
+            return None;
+        }
+        self.pos = end;
+        Some((key, value))
+    }
+
+    /// Skips one `[tag, value]` pair of a validated frame: the forms
+    /// encoders write (fixarray(2), fixint tag, a scalar or short string) in
+    /// a few instructions, anything else through [`skip`](Reader::skip).
+    #[inline(always)]
+    pub(crate) fn skip_pair(&mut self) -> Result<(), DecodeError> {
+        let p = self.pos;
+        if let Some(&[0x92, tag, m]) = self.data.get(p..p + 3) {
+            if tag < 0x80 {
+                let size = match m {
+                    0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => 1,
+                    0xa0..=0xbf => 1 + usize::from(m & 0x1f),
+                    0xcc | 0xd0 => 2,
+                    0xcd | 0xd1 => 3,
+                    0xca | 0xce | 0xd2 => 5,
+                    0xcb | 0xcf | 0xd3 => 9,
+                    _ => 0,
+                };
+                if size > 0 && p + 2 + size <= self.data.len() {
+                    self.pos = p + 2 + size;
+                    return Ok(());
+                }
+            }
+        }
+        self.skip()
     }
 
     /// Skips `n` values.
@@ -851,7 +958,25 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
     })?;
     for i in 0..count {
         let key_at = r.pos();
-        let key = r.str_bytes().map_err(|e| e.with_context(Context::Key(i)))?;
+        let (key, value, value_at) = match r.fast_param() {
+            // A fast-path key is a fixstr: one header byte.
+            Some((key, value)) => (key, value, key_at + 1 + key.len()),
+            None => {
+                let key = r.str_bytes().map_err(|e| e.with_context(Context::Key(i)))?;
+                if key.len() > limits.max_key_len {
+                    return Err(DecodeError::new(
+                        ErrorKind::LimitExceeded(Limit::KeyLen),
+                        key_at,
+                        Context::Key(i),
+                    ));
+                }
+                let value_at = r.pos();
+                let value = r.wire_value().map_err(|e| {
+                    e.with_context(Context::Value(String::from_utf8_lossy(key).into_owned()))
+                })?;
+                (key, value, value_at)
+            }
+        };
         if key.len() > limits.max_key_len {
             return Err(DecodeError::new(
                 ErrorKind::LimitExceeded(Limit::KeyLen),
@@ -859,10 +984,6 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
                 Context::Key(i),
             ));
         }
-        let value_at = r.pos();
-        let value = r.wire_value().map_err(|e| {
-            e.with_context(Context::Value(String::from_utf8_lossy(key).into_owned()))
-        })?;
         if let Err(refusal) = sink.param(key, value, dec.strict) {
             let (kind, at, context) = match refusal {
                 Refusal::Duplicate => (ErrorKind::DuplicateKey, key_at, Context::Key(i)),
@@ -962,11 +1083,11 @@ impl CheckSink<'_> {
 #[inline]
 fn utf8_ok(bytes: &[u8]) -> bool {
     // ASCII is the common case and needs no decoding of sequences.
-    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
+    crate::key::is_ascii(bytes) || std::str::from_utf8(bytes).is_ok()
 }
 
 fn split_key(key: &[u8]) -> (&[u8], &[u8]) {
-    match key.iter().position(|&b| b == SEPARATOR_BYTE) {
+    match crate::key::find_separator(key) {
         Some(i) => (&key[..i], &key[i + 1..]),
         None => (&[], key),
     }
@@ -1109,9 +1230,8 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
             WireValue::Unknown(tag, raw) => store_unknown(self.target.raw, tag, raw),
         };
         let entry = Entry::for_wire_key(key_start, key, slot);
-        let DecodeTarget { table, text, .. } = &mut self.target;
         // Duplicates (strict mode) are looked for once, after the walk.
-        table.push(text, entry, None);
+        self.target.table.push_decoded(entry);
         Ok(())
     }
 

@@ -83,18 +83,6 @@ fn double_repr(v: f64) -> DoubleRepr {
 }
 
 #[inline]
-pub(crate) fn write_double(out: &mut Vec<u8>, v: f64) {
-    match double_repr(v) {
-        DoubleRepr::Uint(u) => write_uint(out, u),
-        DoubleRepr::Int(i) => write_int(out, i),
-        DoubleRepr::Float(f) => {
-            out.push(0xcb);
-            out.extend_from_slice(&f.to_bits().to_be_bytes());
-        }
-    }
-}
-
-#[inline]
 fn write_len(
     out: &mut Vec<u8>,
     len: usize,
@@ -145,6 +133,40 @@ pub(crate) fn write_map_len(out: &mut Vec<u8>, len: usize) {
 }
 
 pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header) {
+    // The common shape: a millisecond timestamp (uint64) and small ids, all
+    // positive fixints: one write of 18 bytes.
+    let small = [
+        h.counter(),
+        u64::from(h.source()),
+        u64::from(h.target()),
+        u64::from(h.message_id() as u32),
+        u64::from(h.message_type() as u32),
+        u64::from(h.version()),
+        u64::from(h.flags()),
+    ];
+    if h.timestamp() > u64::from(u32::MAX) && small.iter().all(|&v| v < 0x80) {
+        let t = h.timestamp().to_be_bytes();
+        out.extend_from_slice(&[
+            0x98,
+            0xcf,
+            t[0],
+            t[1],
+            t[2],
+            t[3],
+            t[4],
+            t[5],
+            t[6],
+            t[7],
+            small[0] as u8,
+            small[1] as u8,
+            small[2] as u8,
+            small[3] as u8,
+            small[4] as u8,
+            small[5] as u8,
+            small[6] as u8,
+        ]);
+        return;
+    }
     out.push(0x98);
     write_uint(out, h.timestamp());
     write_uint(out, h.counter());
@@ -185,13 +207,29 @@ pub(crate) fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
         write_str(out, params.key_bytes(e));
         match e.slot {
             Slot::Int(v) => {
-                out.extend_from_slice(&[0x92, TAG_INT]);
-                write_int(out, v);
+                if (0..0x80).contains(&v) {
+                    out.extend_from_slice(&[0x92, TAG_INT, v as u8]);
+                } else {
+                    out.extend_from_slice(&[0x92, TAG_INT]);
+                    write_int(out, v);
+                }
             }
-            Slot::Double(v) => {
-                out.extend_from_slice(&[0x92, TAG_DOUBLE]);
-                write_double(out, v);
-            }
+            Slot::Double(v) => match double_repr(v) {
+                DoubleRepr::Float(f) => {
+                    let b = f.to_bits().to_be_bytes();
+                    out.extend_from_slice(&[
+                        0x92, TAG_DOUBLE, 0xcb, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                    ]);
+                }
+                DoubleRepr::Uint(u) => {
+                    out.extend_from_slice(&[0x92, TAG_DOUBLE]);
+                    write_uint(out, u);
+                }
+                DoubleRepr::Int(i) => {
+                    out.extend_from_slice(&[0x92, TAG_DOUBLE]);
+                    write_int(out, i);
+                }
+            },
             Slot::Bool(v) => {
                 out.extend_from_slice(&[0x92, TAG_BOOL, if v { 0xc3 } else { 0xc2 }]);
             }

@@ -75,11 +75,48 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether all bytes are ASCII; word-wide for the short strings keys and
+/// values usually are.
+#[inline(always)]
+pub(crate) fn is_ascii(b: &[u8]) -> bool {
+    let n = b.len();
+    if n <= 8 {
+        short_word(b) & HIGHS == 0
+    } else if n <= 16 {
+        (word_at(b, 0) | word_at(b, n - 8)) & HIGHS == 0
+    } else {
+        b.is_ascii()
+    }
+}
+
+/// Position of the first separator in a key, eight bytes at a time.
+#[inline(always)]
+pub(crate) fn find_separator(key: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i + 8 <= key.len() {
+        let w = word_at(key, i) ^ (ONES * u64::from(SEPARATOR_BYTE));
+        // The lowest flagged byte is the first zero byte of `w` (bits above
+        // a true zero may be false positives, never below).
+        let zero = w.wrapping_sub(ONES) & !w & HIGHS;
+        if zero != 0 {
+            return Some(i + (zero.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    key[i..]
+        .iter()
+        .position(|&b| b == SEPARATOR_BYTE)
+        .map(|p| i + p)
+}
+
 /// Splits a flat key at its first separator. A key without one decodes as
 /// device `""` and the whole key as parameter (what the C++ library does).
 #[inline]
 pub(crate) fn split_flat(flat: &str) -> (&str, &str) {
-    match flat.as_bytes().iter().position(|&b| b == SEPARATOR_BYTE) {
+    match find_separator(flat.as_bytes()) {
         Some(i) => (&flat[..i], &flat[i + 1..]),
         None => ("", flat),
     }

@@ -10,11 +10,12 @@
 //! - up to [`LINEAR_MAX`] entries a lookup is a linear scan (cheaper than
 //!   hashing); past that an index (hashbrown's `HashTable<u32>`) makes it O(1).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use hashbrown::HashTable;
 
-use crate::key::{bytes_eq, hash_parts, SEPARATOR_BYTE};
+use crate::key::{bytes_eq, find_separator, hash_parts};
 use crate::value::{UnknownValue, ValueRef};
 
 /// Up to this many entries, lookups scan; past it, the index is kept.
@@ -69,12 +70,16 @@ pub(crate) struct Params {
 /// the end (see `decode`), and so that key comparisons never pay for `str`
 /// char-boundary checks.
 ///
-/// The index is built lazily, by the first lookup that needs it (more than
-/// [`LINEAR_MAX`] entries), and from then on kept up to date by every push.
-/// Filling and decoding a frame therefore never hash a key unless someone
-/// looks one up; a frame that is looked up pays once, O(n), for the whole
-/// index, which is cheaper than maintaining it entry by entry. `OnceLock`
-/// makes the lazy build safe through `&self` and keeps `Frame: Sync`.
+/// The index is built on demand and from then on kept up to date by every
+/// push, so filling and decoding a frame never hash a key unless someone
+/// looks keys up. Up to [`LINEAR_MAX`] entries lookups always scan. Past
+/// that, lookups scan until the entries they have scanned add up to
+/// [`SCAN_BUDGET`] times the entry count (a handful of lookups, cheaper than
+/// building an index that would serve only them), then the next lookup
+/// builds the index and every lookup after it is O(1). This is the
+/// ski-rental rule: total lookup work is at most about twice what the best
+/// choice in hindsight would have cost, and lookups are O(1) amortized.
+/// `OnceLock` makes the build safe through `&self` and keeps `Frame: Sync`.
 #[derive(Default)]
 pub(crate) struct Table {
     entries: Vec<Entry>,
@@ -82,7 +87,15 @@ pub(crate) struct Table {
     /// The index's allocation while no index is built (after `clear`), so
     /// that the next build reuses it. Locked only by that build.
     spare: Mutex<HashTable<u32>>,
+    /// Entries scanned by lookups since the table was last cleared, while
+    /// no index is built. Relaxed: it only steers when the index is built.
+    scanned: AtomicUsize,
 }
+
+/// How many full scans lookups may do before the index is built: building
+/// costs about as much as this many scans (hashing and inserting an entry
+/// against comparing its key's length, and rarely its bytes).
+pub(crate) const SCAN_BUDGET: usize = 4;
 
 impl Clone for Table {
     fn clone(&self) -> Self {
@@ -90,6 +103,7 @@ impl Clone for Table {
             entries: self.entries.clone(),
             index: self.index.clone(),
             spare: Mutex::new(HashTable::new()),
+            scanned: AtomicUsize::new(self.scanned.load(Ordering::Relaxed)),
         }
     }
 }
@@ -118,11 +132,15 @@ pub(crate) fn table_bytes_bound(items: usize, slot_bytes: usize) -> usize {
     buckets.saturating_mul(slot_bytes + 1).saturating_add(64)
 }
 
-/// Converts an arena offset or length to the `u32` entries store. The arenas
-/// are bounded by the decode limits and by this check for `add`.
-#[inline]
+/// An arena offset or length as the `u32` entries store. The arenas stay
+/// below 4 GiB: a decode reads at most 1 GiB (`FRAME_BYTES_CEILING`), which
+/// gives at most 3 GiB of arena even with 8 tag bytes per 3-byte unknown
+/// value, and `add`/`set` check the arena sizes once per call
+/// ([`Params::check_arenas`]).
+#[inline(always)]
 pub(crate) fn to_u32(n: usize) -> u32 {
-    u32::try_from(n).expect("a frame's text arena is limited to 4 GiB")
+    debug_assert!(u32::try_from(n).is_ok());
+    n as u32
 }
 
 #[inline]
@@ -207,6 +225,7 @@ impl Table {
 
     fn clear(&mut self) {
         self.entries.clear();
+        *self.scanned.get_mut() = 0;
         if let Some(mut index) = self.index.take() {
             index.clear();
             *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = index;
@@ -253,10 +272,22 @@ impl Table {
     /// index is built it is updated (`hash`, when given, saves hashing the
     /// key); returns `false` if it then shows the key was already present
     /// (lookups keep finding the first occurrence).
+    /// Appends an entry during a decode, which starts from a cleared table:
+    /// there is no index to update.
+    #[inline(always)]
+    pub(crate) fn push_decoded(&mut self, entry: Entry) {
+        debug_assert!(self.index.get().is_none());
+        self.entries.push(entry);
+    }
+
     #[inline]
     pub(crate) fn push(&mut self, text: &[u8], entry: Entry, hash: Option<u64>) -> bool {
         let i = self.entries.len();
         self.entries.push(entry);
+        if i < LINEAR_MAX {
+            // Too few entries for an index to exist.
+            return true;
+        }
         match self.index.get_mut() {
             None => true,
             Some(index) => {
@@ -293,7 +324,17 @@ impl Table {
         param: &[u8],
         hash: Option<u64>,
     ) -> Option<usize> {
-        if self.entries.len() <= LINEAR_MAX {
+        let n = self.entries.len();
+        let scan = n <= LINEAR_MAX
+            || (self.index.get().is_none() && {
+                let scanned = self.scanned.load(Ordering::Relaxed);
+                let within = scanned.saturating_add(n) <= SCAN_BUDGET.saturating_mul(n);
+                if within {
+                    self.scanned.store(scanned + n, Ordering::Relaxed);
+                }
+                within
+            });
+        if scan {
             return self
                 .entries
                 .iter()
@@ -343,6 +384,7 @@ impl Params {
                 entries: Vec::with_capacity(params),
                 index: OnceLock::new(),
                 spare: Mutex::new(spare),
+                scanned: AtomicUsize::new(0),
             },
             text: String::with_capacity(text_bytes),
             raw: Vec::new(),
@@ -455,6 +497,7 @@ impl Params {
             dev_len: to_u32(device.len()),
             slot: self.store(value),
         };
+        self.check_arenas();
         self.table.push(self.text.as_bytes(), entry, hash)
     }
 
@@ -464,8 +507,23 @@ impl Params {
         let key_start = self.text.len();
         self.text.push_str(key);
         let slot = self.store(value);
+        self.check_arenas();
         let entry = Entry::for_wire_key(key_start, key.as_bytes(), slot);
         self.table.push(self.text.as_bytes(), entry, None);
+    }
+
+    /// The arenas' offsets are `u32`: a frame holds less than 4 GiB of keys
+    /// and strings, and of unknown raw values.
+    ///
+    /// # Panics
+    ///
+    /// If an arena has reached 4 GiB.
+    #[inline(always)]
+    fn check_arenas(&self) {
+        assert!(
+            self.text.len() <= u32::MAX as usize && self.raw.len() <= u32::MAX as usize,
+            "a frame's keys and strings are limited to 4 GiB"
+        );
     }
 
     /// Stores a value's payload in the arenas and returns its slot.
@@ -517,6 +575,7 @@ impl Params {
             }
         }
         let slot = self.store(value);
+        self.check_arenas();
         self.table.entries[i].slot = slot;
         self.garbage += match old {
             Slot::Str { len, .. } | Slot::Unknown { len, .. } => len as usize,
@@ -627,7 +686,7 @@ impl Entry {
     /// of the text arena.
     #[inline]
     pub(crate) fn for_wire_key(key_start: usize, key: &[u8], slot: Slot) -> Entry {
-        let dev_len = match key.iter().position(|&b| b == SEPARATOR_BYTE) {
+        let dev_len = match find_separator(key) {
             Some(i) => to_u32(i),
             None => NO_SEP,
         };
@@ -651,12 +710,16 @@ mod tests {
     }
 
     #[test]
-    fn the_index_exists_only_past_the_linear_threshold() {
+    fn the_index_is_built_after_a_few_scans_past_the_linear_threshold() {
         let mut p = Params::default();
         for k in 0..=LINEAR_MAX {
             assert!(p.push("d", &format!("p{k}"), None, ValueRef::Int(0)));
         }
         assert!(p.table.index.get().is_none(), "no index before a lookup");
+        for _ in 0..SCAN_BUDGET {
+            assert_eq!(p.position("d", "p3", None), Some(3));
+        }
+        assert!(p.table.index.get().is_none(), "the first lookups scan");
         assert_eq!(p.position("d", "p3", None), Some(3));
         assert_eq!(
             p.table.index.get().map(HashTable::len),
@@ -664,7 +727,7 @@ mod tests {
         );
         assert!(
             !p.push("d", "p0", None, ValueRef::Int(1)),
-            "duplicate reported"
+            "an index, once built, reports duplicates"
         );
         assert_eq!(
             p.position("d", "p0", None),
@@ -676,9 +739,6 @@ mod tests {
             Some(LINEAR_MAX + 1)
         );
         p.clear();
-        assert!(
-            p.table.index.get().is_none(),
-            "clear drops the index, keeps its memory"
-        );
+        assert!(p.table.index.get().is_none(), "clear drops the index");
     }
 }

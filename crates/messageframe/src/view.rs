@@ -6,7 +6,7 @@ use crate::decode::{read_value, walk, CheckSink, Decoder, Layout, Reader};
 use crate::error::{Context, DecodeError, ErrorKind};
 use crate::frame::{Frame, FrameConfig};
 use crate::header::Header;
-use crate::key::{FlatKey, SEPARATOR_BYTE};
+use crate::key::{bytes_eq, FlatKey, SEPARATOR_BYTE};
 use crate::value::ValueRef;
 
 /// A frame read in place: keys, string values and attachments are borrowed
@@ -72,13 +72,13 @@ impl Decoder {
 }
 
 /// Whether a wire key splits (at its first separator) into `(device, param)`.
-#[inline]
+#[inline(always)]
 fn key_matches(key: &[u8], device: &str, param: &str) -> bool {
     let (d, p) = (device.as_bytes(), param.as_bytes());
     if key.len() == d.len() + 1 + p.len()
         && key[d.len()] == SEPARATOR_BYTE
-        && &key[..d.len()] == d
-        && &key[d.len() + 1..] == p
+        && bytes_eq(&key[..d.len()], d)
+        && bytes_eq(&key[d.len() + 1..], p)
     {
         // The separator found must be the first one.
         return !d.contains(&SEPARATOR_BYTE);
@@ -138,7 +138,7 @@ impl<'a> FrameView<'a> {
             if key_matches(key, device, param) {
                 return read_value(&mut r).ok();
             }
-            r.skip().ok()?;
+            r.skip_pair().ok()?;
         }
         None
     }

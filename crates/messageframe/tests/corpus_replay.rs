@@ -1,0 +1,93 @@
+//! The committed fuzz corpus (`fuzz/corpus/<target>/`) and the regression
+//! inputs (`fuzz/regressions/`), replayed by a stable `cargo test` through
+//! every decoder with exactly the checks the fuzz targets run: the checks
+//! live in `fuzz/src/checks.rs`, included here by path. No nightly toolchain
+//! and no cargo-fuzz needed.
+//!
+//! A missing or empty corpus directory is a failure, not a skip: a replay
+//! that silently checks nothing would hide a deleted corpus.
+
+#[path = "../../../fuzz/src/checks.rs"]
+mod checks;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// The fuzz targets, each with its corpus directory.
+const TARGETS: [&str; 6] = [
+    "decode",
+    "decode_into",
+    "view",
+    "header_peek",
+    "stream",
+    "roundtrip",
+];
+
+fn fuzz_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
+}
+
+/// Every file of `dir`, sorted by name; panics if the directory is missing
+/// or holds no file.
+fn inputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let entries = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("corpus directory {} is missing: {e}", dir.display()));
+    let mut files: Vec<(String, Vec<u8>)> = entries
+        .map(|entry| entry.expect("readable directory entry").path())
+        .filter(|path| path.is_file())
+        .map(|path| {
+            let bytes = std::fs::read(&path).expect("readable corpus file");
+            (path.display().to_string(), bytes)
+        })
+        .collect();
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "corpus directory {} is empty",
+        dir.display()
+    );
+    files
+}
+
+/// Runs `check` on every input, naming the input in the panic message.
+fn replay(files: &[(String, Vec<u8>)], check: fn(&[u8])) {
+    for (name, bytes) in files {
+        if let Err(panic) = std::panic::catch_unwind(|| check(bytes)) {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_default();
+            panic!("{name}: {msg}");
+        }
+    }
+}
+
+#[test]
+fn every_fuzz_target_has_a_committed_corpus() {
+    for target in TARGETS {
+        let files = inputs(&fuzz_dir().join("corpus").join(target));
+        assert!(!files.is_empty(), "{target}");
+    }
+}
+
+#[test]
+fn every_corpus_input_passes_every_fuzz_check() {
+    // The corpora overlap; each distinct input is replayed once, through the
+    // checks of all six targets.
+    let mut seen = HashSet::new();
+    let mut distinct = Vec::new();
+    for target in TARGETS {
+        for (name, bytes) in inputs(&fuzz_dir().join("corpus").join(target)) {
+            if seen.insert(bytes.clone()) {
+                distinct.push((name, bytes));
+            }
+        }
+    }
+    replay(&distinct, checks::check_all);
+}
+
+#[test]
+fn every_regression_input_passes_every_fuzz_check() {
+    replay(&inputs(&fuzz_dir().join("regressions")), checks::check_all);
+}
