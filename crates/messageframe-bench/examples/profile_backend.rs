@@ -7,7 +7,8 @@
 //!
 //! Instruction counts stay stable on a noisy machine where timings do not;
 //! the difference between two iteration counts gives instructions per
-//! message.
+//! message. `BACKEND` may also be `find-last`: repeated lookups of the last
+//! key of the scenario's frame (built once), the criterion `find_last` case.
 
 use std::hint::black_box;
 
@@ -31,13 +32,29 @@ fn main() {
         .iter()
         .find(|s| Some(s.name) == args.get(1).map(String::as_str))
         .expect(usage);
+    let iterations: u64 = args.get(3).and_then(|s| s.parse().ok()).expect(usage);
+    let inputs = Inputs::new(scenario);
+    if args.get(2).map(String::as_str) == Some("find-last") {
+        let mut frame = messageframe::Frame::default();
+        for ((d, p), v) in inputs
+            .devices
+            .iter()
+            .zip(&inputs.params)
+            .zip(&inputs.values)
+        {
+            frame.add(d, p, messageframe_bench::backends::mf_value(v));
+        }
+        let n = inputs.len() - 1;
+        for _ in 0..iterations {
+            black_box(frame.find(black_box(&inputs.devices[n]), black_box(&inputs.params[n])));
+        }
+        return;
+    }
     let kind = BackendKind::ALL
         .iter()
         .copied()
         .find(|k| Some(k.id()) == args.get(2).map(String::as_str))
         .expect(usage);
-    let iterations: u64 = args.get(3).and_then(|s| s.parse().ok()).expect(usage);
-    let inputs = Inputs::new(scenario);
     match kind {
         BackendKind::Mf => drive(Mf::new(&inputs), &inputs, iterations),
         BackendKind::MfView => drive(MfView::new(&inputs), &inputs, iterations),

@@ -7,18 +7,76 @@ use plotters::prelude::*;
 use crate::backends::BackendKind;
 use crate::runner::ScenarioResult;
 
-/// Series drawn: (label, scenario filter on hint, backend).
-const SERIES: [(&str, bool, BackendKind); 9] = [
-    ("messageframe", false, BackendKind::Mf),
-    ("messageframe view", false, BackendKind::MfView),
-    ("messageframe fresh frames", false, BackendKind::MfFresh),
-    ("messageframe fresh + hint", true, BackendKind::MfFresh),
-    ("prost", false, BackendKind::Prost),
-    ("serde_json", false, BackendKind::Json),
-    ("rmpv Value (floor)", false, BackendKind::RmpvValue),
-    ("rmp hand-rolled (floor)", false, BackendKind::RmpHand),
-    ("rmpv ValueRef (floor)", false, BackendKind::RmpvRef),
+/// Series drawn: (label, from the hint scenario?, backend, colour, width).
+/// messageframe's rows are drawn thicker; the floors in greys.
+const SERIES: [(&str, bool, BackendKind, RGBColor, u32); 9] = [
+    (
+        "messageframe",
+        false,
+        BackendKind::Mf,
+        RGBColor(31, 119, 180),
+        3,
+    ),
+    (
+        "messageframe view",
+        false,
+        BackendKind::MfView,
+        RGBColor(44, 160, 44),
+        3,
+    ),
+    (
+        "messageframe fresh frames",
+        false,
+        BackendKind::MfFresh,
+        RGBColor(23, 160, 180),
+        2,
+    ),
+    (
+        "messageframe fresh + hint",
+        true,
+        BackendKind::MfFresh,
+        RGBColor(148, 103, 189),
+        2,
+    ),
+    (
+        "prost",
+        false,
+        BackendKind::Prost,
+        RGBColor(255, 127, 14),
+        2,
+    ),
+    (
+        "serde_json",
+        false,
+        BackendKind::Json,
+        RGBColor(214, 39, 40),
+        2,
+    ),
+    (
+        "rmpv Value (floor)",
+        false,
+        BackendKind::RmpvValue,
+        RGBColor(140, 140, 140),
+        1,
+    ),
+    (
+        "rmp hand-rolled (floor)",
+        false,
+        BackendKind::RmpHand,
+        RGBColor(60, 60, 60),
+        1,
+    ),
+    (
+        "rmpv ValueRef (floor)",
+        false,
+        BackendKind::RmpvRef,
+        RGBColor(160, 150, 40),
+        1,
+    ),
 ];
+
+/// A series ready to draw: label, colour, line width, points.
+type Series = (&'static str, RGBColor, u32, Vec<(f64, f64)>);
 
 /// Writes the chart as SVG.
 ///
@@ -42,9 +100,9 @@ pub fn write_svg(path: &Path, scenarios: &[ScenarioResult], subtitle: &str) -> R
             groups.push((s.params, s.attachment_bytes, label));
         }
     }
-    let mut series: Vec<(&str, Vec<(f64, f64)>)> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-    for (label, hint, kind) in SERIES {
+    for (label, hint, kind, color, width) in SERIES {
         let pts: Vec<(f64, f64)> = groups
             .iter()
             .enumerate()
@@ -63,7 +121,7 @@ pub fn write_svg(path: &Path, scenarios: &[ScenarioResult], subtitle: &str) -> R
             hi = hi.max(y);
         }
         if !pts.is_empty() {
-            series.push((label, pts));
+            series.push((label, color, width, pts));
         }
     }
     if series.is_empty() {
@@ -99,14 +157,16 @@ pub fn write_svg(path: &Path, scenarios: &[ScenarioResult], subtitle: &str) -> R
         .y_desc("µs per message")
         .draw()
         .map_err(e)?;
-    for (i, (label, pts)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+    for &(label, color, width, ref pts) in &series {
         chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                pts.iter().copied(),
+                color.stroke_width(width),
+            ))
             .map_err(e)?
-            .label(*label)
+            .label(label)
             .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
             });
         chart
             .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
