@@ -335,6 +335,39 @@ impl std::fmt::Debug for Reader<'_> {
     }
 }
 
+/// A big-endian unsigned integer of 1, 2, 4 or 8 bytes.
+#[inline(always)]
+fn be_uint(b: &[u8]) -> Option<u64> {
+    Some(match *b {
+        [a] => u64::from(a),
+        [a, b] => u64::from(u16::from_be_bytes([a, b])),
+        [a, b, c, d] => u64::from(u32::from_be_bytes([a, b, c, d])),
+        [a, b, c, d, e, f, g, h] => u64::from_be_bytes([a, b, c, d, e, f, g, h]),
+        _ => return None,
+    })
+}
+
+/// A non-negative integer in a positive fixint or an unsigned marker, at
+/// `*p`; advances `*p`.
+#[inline(always)]
+fn fast_uint(d: &[u8], p: &mut usize) -> Option<u64> {
+    let m = *d.get(*p)?;
+    let n = match m {
+        0x00..=0x7f => {
+            *p += 1;
+            return Some(u64::from(m));
+        }
+        0xcc => 1,
+        0xcd => 2,
+        0xce => 4,
+        0xcf => 8,
+        _ => return None,
+    };
+    let v = be_uint(d.get(*p + 1..*p + 1 + n)?)?;
+    *p += 1 + n;
+    Some(v)
+}
+
 /// An integer as read: wide enough for every MessagePack integer.
 type Int = i128;
 
@@ -665,10 +698,7 @@ impl<'a> Reader<'a> {
             return None;
         };
         let at = v + 3; // first byte after the value's marker
-        let be = |n: usize| -> Option<u64> {
-            let b = d.get(at..at + n)?;
-            Some(b.iter().fold(0u64, |acc, &x| acc << 8 | u64::from(x)))
-        };
+        let be = |n: usize| -> Option<u64> { be_uint(d.get(at..at + n)?) };
         let (value, end) = match (tag, vm) {
             (TAG_INT, 0x00..=0x7f) => (WireValue::Int(i64::from(vm)), at),
             (TAG_INT, 0xe0..=0xff) => (WireValue::Int(i64::from(vm as i8)), at),
@@ -705,6 +735,39 @@ impl<'a> Reader<'a> {
         }
         self.pos = end;
         Some((key, value))
+    }
+
+    /// Reads `[[8 header fields], ` when the frame is `fixarray(3)`, the
+    /// header `fixarray(8)`, and every field a non-negative integer in range;
+    /// `None`, consuming nothing, otherwise (the general path then reads it,
+    /// with exact errors).
+    #[inline(always)]
+    fn fast_header(&mut self) -> Option<Header> {
+        let d = self.data;
+        let mut p = self.pos;
+        if d.get(p) != Some(&0x93) || d.get(p + 1) != Some(&0x98) {
+            return None;
+        }
+        p += 2;
+        let timestamp = fast_uint(d, &mut p)?;
+        let counter = fast_uint(d, &mut p)?;
+        let source = u32::try_from(fast_uint(d, &mut p)?).ok()?;
+        let target = u32::try_from(fast_uint(d, &mut p)?).ok()?;
+        let message_id = i32::try_from(fast_uint(d, &mut p)?).ok()?;
+        let message_type = i32::try_from(fast_uint(d, &mut p)?).ok()?;
+        let version = u16::try_from(fast_uint(d, &mut p)?).ok()?;
+        let flags = u16::try_from(fast_uint(d, &mut p)?).ok()?;
+        self.pos = p;
+        Some(Header::from_fields(
+            timestamp,
+            counter,
+            source,
+            target,
+            message_id,
+            message_type,
+            version,
+            flags,
+        ))
     }
 
     /// Skips one `[tag, value]` pair of a validated frame: the forms
@@ -852,6 +915,9 @@ fn in_header(i: usize) -> impl Fn(DecodeError) -> DecodeError {
 /// Reads the top-level array header and the header array; returns the
 /// header and how many extra top-level elements follow the three.
 fn read_header(r: &mut Reader<'_>) -> Result<(Header, usize), DecodeError> {
+    if let Some(header) = r.fast_header() {
+        return Ok((header, 0));
+    }
     let extra_top = r.array_at_least(3)?;
     let extra = r.array_at_least(8).map_err(in_header(0))?;
     let header = Header::from_fields(

@@ -44,6 +44,7 @@ pub struct FrameView<'a> {
 impl Decoder {
     /// Validates exactly one frame (trailing bytes are an error) and returns
     /// a borrowed view of it.
+    #[inline]
     pub fn view<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
         let view = self.view_prefix(bytes)?;
         if view.bytes.len() != bytes.len() {
@@ -89,6 +90,7 @@ fn key_matches(key: &[u8], device: &str, param: &str) -> bool {
 
 impl<'a> FrameView<'a> {
     /// Validates exactly one frame with the default [`Decoder`].
+    #[inline]
     pub fn new(bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
         Decoder::new().view(bytes)
     }
