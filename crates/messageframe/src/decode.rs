@@ -934,6 +934,13 @@ fn read_header(r: &mut Reader<'_>) -> Result<(Header, usize), DecodeError> {
     Ok((header, extra_top))
 }
 
+pub(crate) fn peek_frame(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
+    let header = peek_header(bytes)?;
+    let mut r = Reader::new(bytes, &Limits::default());
+    r.skip()?;
+    Ok((header, r.pos()))
+}
+
 pub(crate) fn peek_header(bytes: &[u8]) -> Result<Header, DecodeError> {
     let mut r = Reader::new(bytes, &Limits::default());
     read_header(&mut r).map(|(h, _)| h)

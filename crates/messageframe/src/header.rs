@@ -128,6 +128,31 @@ impl Header {
         crate::decode::peek_header(bytes)
     }
 
+    /// Reads the header of the frame at the start of `bytes` and the length
+    /// of the whole frame, without decoding its parameters or attachments:
+    /// the rest of the frame is only skipped by its MessagePack markers and
+    /// length prefixes (strings and binaries are jumped over, nothing is
+    /// UTF-8-checked or type-checked). A router uses it to forward a frame,
+    /// or to walk a stream of frames, reading only headers.
+    ///
+    /// ```
+    /// use messageframe::{Frame, Header};
+    ///
+    /// let mut frame = Frame::new(Header::new(1, 2, 3, 4));
+    /// frame.add_attachment("iq", vec![0u8; 100_000]);
+    /// let mut stream = frame.encode();
+    /// stream.extend_from_slice(&frame.encode());
+    ///
+    /// let (header, len) = Header::peek_frame(&stream)?;
+    /// assert_eq!((header.target(), len), (4, stream.len() / 2));
+    /// let (_, len2) = Header::peek_frame(&stream[len..])?;
+    /// assert_eq!(len + len2, stream.len());
+    /// # Ok::<(), messageframe::DecodeError>(())
+    /// ```
+    pub fn peek_frame(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
+        crate::decode::peek_frame(bytes)
+    }
+
     /// Builder: sets the timestamp (ms since the UNIX epoch).
     #[must_use]
     pub const fn with_timestamp(mut self, timestamp: u64) -> Self {

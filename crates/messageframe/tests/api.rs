@@ -777,3 +777,25 @@ fn repeated_string_replacement_keeps_values_right() {
     assert_eq!(back, f);
     assert_eq!(f.len(), 20);
 }
+
+#[test]
+fn peek_frame_gives_the_frame_length_without_validating_parameters() {
+    let mut f = Frame::new(fixed_header());
+    f.add("d", "p", "text");
+    f.add_attachment("iq", vec![7; 1000]);
+    let mut bytes = f.encode();
+    let (header, len) = Header::peek_frame(&bytes).unwrap();
+    assert_eq!((header, len), (fixed_header(), f.encoded_len()));
+    // Invalid UTF-8 in the string value: a full decode fails, the peek does
+    // not look at it.
+    let at = bytes.windows(4).position(|w| w == b"text").unwrap();
+    bytes[at] = 0xff;
+    assert_eq!(
+        Frame::decode(&bytes).unwrap_err().kind(),
+        &ErrorKind::InvalidUtf8
+    );
+    assert_eq!(Header::peek_frame(&bytes).unwrap().1, len);
+    // A truncated frame has no length.
+    let err = Header::peek_frame(&bytes[..len - 1]).unwrap_err();
+    assert_eq!(err.kind(), &ErrorKind::Truncated);
+}

@@ -8,7 +8,6 @@
 mod json_in;
 mod json_out;
 mod pretty;
-mod skip;
 
 use std::fs;
 use std::io::{self, IsTerminal, Read, Write};
@@ -252,9 +251,10 @@ fn header_command(
         if first {
             break;
         }
-        // The peek does not say where the frame ends; a structural skip does,
-        // without decoding keys or values (see docs/cli.md).
-        let len = skip::value_len(rest).map_err(|e| {
+        // The peek does not say where the frame ends; `peek_frame` finds it
+        // with a structural skip, without decoding keys or values (see
+        // docs/cli.md).
+        let (_, len) = Header::peek_frame(rest).map_err(|e| {
             Failure::Bad(format!(
                 "{name}: frame {index} (starts at byte {pos}): {} (while looking for the frame's end)",
                 e.with_base_offset(pos)

@@ -623,7 +623,10 @@ fn truncated_input() {
     let stdout = fails(
         &["header"],
         cut,
-        &["frame 0 (starts at byte 0): input is truncated at byte 2000 (while looking for the frame's end)"],
+        &[
+            "frame 0 (starts at byte 0): input is truncated at byte ",
+            "(while looking for the frame's end)",
+        ],
     );
     assert_eq!(json_lines(stdout.as_bytes()), [expected_header(&f.json)]);
     // --first never looks past the header.
