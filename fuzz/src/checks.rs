@@ -311,10 +311,11 @@ pub fn check_view(data: &[u8]) {
     }
 }
 
-/// Target `header_peek`: `Header::peek`.
+/// Target `header_peek`: `Header::peek` and `Header::peek_frame`.
 ///
 /// A frame that decodes peeks to its header; a header that does not peek
-/// means the frame does not decode, with the same error.
+/// means the frame does not decode, with the same error. `peek_frame` sees
+/// the same header and, for a frame that validates, its exact length.
 pub fn check_header_peek(data: &[u8]) {
     let peek = Header::peek(data);
     match (&peek, Frame::decode(data)) {
@@ -331,6 +332,23 @@ pub fn check_header_peek(data: &[u8]) {
                 assert_eq!(p, h, "peek of a prefix of {cut} bytes");
             }
         }
+    }
+
+    let peek_frame = Header::peek_frame(data);
+    match (&peek_frame, &peek) {
+        (Ok((h, len)), Ok(p)) => {
+            assert_eq!(h, p, "peek_frame and peek see different headers");
+            assert!(*len <= data.len(), "peek_frame length past the input");
+        }
+        (Ok(_), Err(e)) => panic!("peek_frame succeeds where peek fails: {e}"),
+        (Err(_), _) => {}
+    }
+    if let Ok(view) = Decoder::new().view_prefix(data) {
+        assert_eq!(
+            peek_frame,
+            Ok((*view.header(), view.encoded_len())),
+            "peek_frame of a frame that validates"
+        );
     }
 }
 
@@ -364,6 +382,13 @@ pub fn check_stream(data: &[u8]) {
                 let alone = Frame::decode(&rest[..n])
                     .unwrap_or_else(|e| panic!("{what}: does not decode on its own: {e}"));
                 assert_same_frame(&alone, &frame, &what);
+                // A router walking the stream by headers only finds the same
+                // frame boundaries.
+                assert_eq!(
+                    Header::peek_frame(rest),
+                    Ok((*frame.header(), n)),
+                    "{what}: peek_frame"
+                );
                 if n < rest.len() {
                     let Err(e) = Frame::decode(rest) else {
                         panic!("{what}: decode accepts trailing bytes");
