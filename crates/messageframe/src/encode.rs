@@ -110,10 +110,20 @@ fn write_len(
     }
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &[u8]) {
-    write_len(out, s.len(), Some((0xa0, 31)), Some(0xd9), 0xda, 0xdb);
+    // Keys and most string values are fixstrs: one marker byte.
+    if s.len() < 32 {
+        out.push(0xa0 | s.len() as u8);
+    } else {
+        write_str_len(out, s.len());
+    }
     out.extend_from_slice(s);
+}
+
+#[inline(never)]
+fn write_str_len(out: &mut Vec<u8>, len: usize) {
+    write_len(out, len, Some((0xa0, 31)), Some(0xd9), 0xda, 0xdb);
 }
 
 #[inline]
