@@ -479,7 +479,7 @@ impl Params {
     /// Appends `(device, param) = value` without a duplicate check. Returns
     /// `false` if the key was already present (lookups keep finding the first
     /// occurrence).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push(
         &mut self,
         device: &str,
