@@ -834,3 +834,58 @@ impl Backend for RmpHand {
         &self.buf
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::SCENARIOS;
+
+    #[test]
+    fn hand_rolled_floor_reads_back_what_rmp_wrote() {
+        let s = SCENARIOS.iter().find(|s| s.attachment > 0).unwrap();
+        let inputs = Inputs::new(s);
+        let mut buf = Vec::new();
+        rmp_write(&mut buf, &inputs);
+        let mut out = Vec::new();
+        rmp_hand_decode(&buf, &mut out).unwrap();
+        assert_eq!(out.len(), inputs.len() + 1);
+        for ((key, v), (flat, want)) in out.iter().zip(inputs.flat.iter().zip(&inputs.values)) {
+            assert_eq!(key, flat);
+            let ok = match (v, want) {
+                (HandValue::F64(a), InputValue::Double(b)) => a == b,
+                (HandValue::I64(a), InputValue::Int(b)) => a == b,
+                (HandValue::Bool(a), InputValue::Bool(b)) => a == b,
+                (HandValue::Str(a), InputValue::Str(b)) => a == b,
+                _ => false,
+            };
+            assert!(ok, "{key}: {v:?} vs {want:?}");
+        }
+        assert_eq!(
+            out.last().unwrap().1,
+            HandValue::Bin(vec![0xAB; s.attachment])
+        );
+        assert!(rmp_hand_decode(&buf[..buf.len() - 1], &mut out).is_err());
+    }
+
+    #[test]
+    fn every_backend_reads_back_the_probe_in_every_scenario() {
+        fn check<B: Backend>(mut b: B, inputs: &Inputs) {
+            b.add(inputs, 7);
+            b.serialize(inputs);
+            assert_eq!(b.deserialize(inputs), inputs.expected_probe());
+            assert!(!b.wire().is_empty());
+        }
+        for s in &SCENARIOS {
+            let i = Inputs::new(s);
+            check(Mf::new(&i), &i);
+            check(MfView::new(&i), &i);
+            check(MfFresh::new(&i), &i);
+            check(MfShared::new(&i), &i);
+            check(Prost::new(&i), &i);
+            check(Json::new(&i), &i);
+            check(RmpvValue::new(&i), &i);
+            check(RmpHand::new(&i), &i);
+            check(RmpvRef::new(&i), &i);
+        }
+    }
+}

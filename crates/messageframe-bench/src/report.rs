@@ -580,3 +580,93 @@ pub fn cpu_model() -> String {
         })
         .unwrap_or_else(|| "unknown CPU".to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::PhaseAllocs;
+
+    fn backend(kind: BackendKind, total_us: f64) -> BackendResult {
+        BackendResult {
+            id: kind.id(),
+            label: kind.label(),
+            total_us,
+            add_us: total_us / 3.0,
+            serialize_us: total_us / 3.0,
+            deserialize_us: total_us / 3.0,
+            pass_totals_us: vec![total_us],
+            wire_bytes: 100,
+            zstd_bytes: 90,
+            allocs: PhaseAllocs::default(),
+        }
+    }
+
+    fn scenario(
+        params: usize,
+        hint: Option<usize>,
+        backends: Vec<BackendResult>,
+    ) -> ScenarioResult {
+        ScenarioResult {
+            name: "s",
+            title: "S",
+            params,
+            hint,
+            attachment_bytes: 0,
+            iterations: 1,
+            memcpy_us: None,
+            backends,
+        }
+    }
+
+    fn find<'a>(t: &'a [Target], needle: &str) -> &'a Target {
+        t.iter()
+            .find(|t| t.requirement.contains(needle))
+            .unwrap_or_else(|| panic!("no target {needle:?}"))
+    }
+
+    #[test]
+    fn formats_like_the_seed() {
+        assert_eq!(thousands(1_398_188), "1,398,188");
+        assert_eq!(thousands(73), "73");
+        assert_eq!(fmt_us(0.594), "0.59");
+        assert_eq!(fmt_us(0.0594), "0.059");
+        assert_eq!(fmt_us(196.5), "196.5");
+        assert_eq!(fmt_us(14_159.4), "14,159");
+        assert!(utc_now().ends_with(" UTC"));
+    }
+
+    #[test]
+    fn targets_are_judged_against_the_right_peer_and_limit() {
+        let base = scenario(
+            32,
+            None,
+            vec![
+                backend(BackendKind::Mf, 1.0),
+                backend(BackendKind::MfView, 1.0),
+                backend(BackendKind::RmpvValue, 2.0),
+                backend(BackendKind::RmpHand, 0.9),
+                backend(BackendKind::RmpvRef, 2.0),
+                backend(BackendKind::Prost, 6.0),
+                backend(BackendKind::Json, 4.0),
+            ],
+        );
+        // A hint scenario runs only messageframe: peers come from the base.
+        let hint = scenario(32, Some(32), vec![backend(BackendKind::Mf, 0.5)]);
+        let t = judge_targets(&[base, hint], Some(20.0));
+        let rmpv: Vec<&Target> = t
+            .iter()
+            .filter(|t| t.requirement.contains("0.6x rmpv Value"))
+            .collect();
+        assert_eq!(rmpv.len(), 2);
+        // 1.0 / 2.0 = 0.5x and 0.5 / 2.0 = 0.25x: both within 0.6x.
+        assert!(rmpv.iter().all(|t| t.met));
+        assert!(
+            !find(&t, "1.0x rmp hand-rolled").met,
+            "1.0 µs against 0.9 µs"
+        );
+        assert!(find(&t, "0.75x rmpv ValueRef").met);
+        assert!(find(&t, "5x faster than prost").met, "6x");
+        assert!(!find(&t, "5x faster than serde_json").met, "4x");
+        assert!(!find(&t, "15 ns").met);
+    }
+}
