@@ -19,15 +19,14 @@ pub(crate) const SEPARATOR_BYTE: u8 = 0x1f;
 pub(crate) fn hash_parts(device: &[u8], param: &[u8]) -> u64 {
     let mut h = SeedableRandomState::with_seed(0x6d66_7261_6d65, SharedSeed::global_random())
         .build_hasher();
-    // Parts of up to 8 bytes (most device and parameter names) go in as one
-    // word each, the cheapest input foldhash takes; the lengths, hashed
+    // Two parts of up to 8 bytes each (most device and parameter names) go
+    // in as one 128-bit word, a single folded multiply; the lengths, hashed
     // last, keep ("ab", "") and ("a", "b") apart.
-    for part in [device, param] {
-        if part.len() <= 8 {
-            h.write_u64(short_word(part));
-        } else {
-            h.write(part);
-        }
+    if device.len() <= 8 && param.len() <= 8 {
+        h.write_u128(u128::from(short_word(device)) | u128::from(short_word(param)) << 64);
+    } else {
+        h.write(device);
+        h.write(param);
     }
     h.write_u64((device.len() as u64) << 32 | param.len() as u64);
     h.finish()
