@@ -365,6 +365,7 @@ impl Frame {
     /// The value of `(device, param)`, without allocating. With duplicate
     /// keys (from the wire, or `add` misuse in release builds) the first
     /// occurrence is found.
+    #[inline]
     #[must_use]
     pub fn find(&self, device: &str, param: &str) -> Option<ValueRef<'_>> {
         self.params
@@ -373,6 +374,7 @@ impl Frame {
     }
 
     /// [`find`](Frame::find) with a pre-composed key: no hashing at all.
+    #[inline]
     #[must_use]
     pub fn find_flat(&self, key: &FlatKey) -> Option<ValueRef<'_>> {
         self.params
@@ -381,18 +383,21 @@ impl Frame {
     }
 
     /// Whether `(device, param)` is present.
+    #[inline]
     #[must_use]
     pub fn contains(&self, device: &str, param: &str) -> bool {
         self.params.position(device, param, None).is_some()
     }
 
     /// Number of parameters (`parameters_size()`).
+    #[inline]
     #[must_use]
     pub fn len(&self) -> usize {
         self.params.len()
     }
 
     /// Whether the frame has no parameters.
+    #[inline]
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.params.len() == 0

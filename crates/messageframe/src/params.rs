@@ -315,7 +315,9 @@ impl Table {
         })
     }
 
-    /// Position of the first entry with this key.
+    /// Position of the first entry with this key. The hot path (a scan of
+    /// a small table, or a probe of a built index) is small enough to
+    /// inline; deciding whether to scan or build lives in a cold function.
     #[inline]
     pub(crate) fn position(
         &self,
@@ -324,28 +326,57 @@ impl Table {
         param: &[u8],
         hash: Option<u64>,
     ) -> Option<usize> {
-        let n = self.entries.len();
-        let scan = n <= LINEAR_MAX
-            || (self.index.get().is_none() && {
-                let scanned = self.scanned.load(Ordering::Relaxed);
-                let within = scanned.saturating_add(n) <= SCAN_BUDGET.saturating_mul(n);
-                if within {
-                    self.scanned.store(scanned + n, Ordering::Relaxed);
-                }
-                within
-            });
-        if scan {
-            return self
-                .entries
-                .iter()
-                .position(|e| has_key(text, e, device, param));
+        if self.entries.len() <= LINEAR_MAX {
+            return self.scan(text, device, param);
         }
+        match self.index.get() {
+            Some(index) => self.probe(index, text, device, param, hash),
+            None => self.position_unindexed(text, device, param, hash),
+        }
+    }
+
+    #[inline]
+    fn scan(&self, text: &[u8], device: &[u8], param: &[u8]) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|e| has_key(text, e, device, param))
+    }
+
+    #[inline]
+    fn probe(
+        &self,
+        index: &HashTable<u32>,
+        text: &[u8],
+        device: &[u8],
+        param: &[u8],
+        hash: Option<u64>,
+    ) -> Option<usize> {
         let hash = hash.unwrap_or_else(|| hash_parts(device, param));
-        self.index(text)
+        index
             .find(hash, |&j| {
                 has_key(text, &self.entries[j as usize], device, param)
             })
             .map(|&j| j as usize)
+    }
+
+    /// A lookup in a table past [`LINEAR_MAX`] without an index: scan while
+    /// the scan budget lasts, then build the index (see the type's doc).
+    #[cold]
+    #[inline(never)]
+    fn position_unindexed(
+        &self,
+        text: &[u8],
+        device: &[u8],
+        param: &[u8],
+        hash: Option<u64>,
+    ) -> Option<usize> {
+        let n = self.entries.len();
+        let scanned = self.scanned.load(Ordering::Relaxed);
+        if scanned.saturating_add(n) <= SCAN_BUDGET.saturating_mul(n) {
+            self.scanned.store(scanned + n, Ordering::Relaxed);
+            return self.scan(text, device, param);
+        }
+        self.probe(self.index(text), text, device, param, hash)
     }
 
     /// The first entry whose key occurred before it, if any.
