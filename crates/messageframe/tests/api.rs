@@ -799,3 +799,34 @@ fn peek_frame_gives_the_frame_length_without_validating_parameters() {
     let err = Header::peek_frame(&bytes[..len - 1]).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::Truncated);
 }
+
+#[test]
+fn frames_views_and_errors_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Frame>();
+    check::<FrameView<'static>>();
+    check::<DecodeError>();
+    check::<FlatKey>();
+    // A frame shared between threads can be looked up from all of them
+    // (the lookup index is built once, safely, by whichever comes first).
+    let mut f = Frame::default();
+    for k in 0..100 {
+        f.add("d", &format!("p{k}"), k);
+    }
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let f = &f;
+            s.spawn(move || {
+                for _ in 0..20 {
+                    for k in 0..100 {
+                        assert_eq!(
+                            f.find("d", &format!("p{k}")),
+                            Some(ValueRef::Int(k)),
+                            "thread {t}"
+                        );
+                    }
+                }
+            });
+        }
+    });
+}
