@@ -894,20 +894,9 @@ pub(crate) fn is_one_value(raw: &[u8]) -> bool {
     r.skip().is_ok() && r.pos() == raw.len()
 }
 
-const HEADER_FIELDS: [&str; 8] = [
-    "timestamp",
-    "counter",
-    "source",
-    "target",
-    "message_id",
-    "message_type",
-    "version",
-    "flags",
-];
-
 fn in_header(i: usize) -> impl Fn(DecodeError) -> DecodeError {
     move |mut e| {
-        e.set_context(Context::Header(HEADER_FIELDS[i]));
+        e.set_context(Context::Header(Header::FIELD_NAMES[i]));
         e
     }
 }

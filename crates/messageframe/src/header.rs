@@ -61,6 +61,19 @@ impl Header {
     /// The protocol version a new header carries.
     pub const DEFAULT_VERSION: u16 = 1;
 
+    /// The header's fields in wire order, by the names errors
+    /// ([`Context::Header`](crate::Context::Header)) and `mframe` use.
+    pub const FIELD_NAMES: [&'static str; 8] = [
+        "timestamp",
+        "counter",
+        "source",
+        "target",
+        "message_id",
+        "message_type",
+        "version",
+        "flags",
+    ];
+
     /// A header with the given ids, counter 0, version 1, flags 0, and the
     /// current time as timestamp (the C++ constructor's defaults).
     #[must_use]

@@ -84,20 +84,7 @@ fn default_header() -> Header {
 
 fn header_from_json(v: &Value) -> Result<Header, String> {
     let obj = object(v, "header")?;
-    known_fields(
-        obj,
-        &[
-            "timestamp",
-            "counter",
-            "source",
-            "target",
-            "message_id",
-            "message_type",
-            "version",
-            "flags",
-        ],
-        "header",
-    )?;
+    known_fields(obj, &Header::FIELD_NAMES, "header")?;
     let mut h = default_header();
     // `integer` checks the field's range, so the narrowing `try_from`
     // cannot fail; it is there to avoid an `as` cast.
