@@ -717,6 +717,9 @@ impl<'a> Reader<'a> {
             (TAG_DOUBLE, 0xce) => (WireValue::Double(be(4)? as f64), at + 4),
             (TAG_STRING, 0xa0..=0xbf) => {
                 let n = usize::from(vm & 0x1f);
+                if n > self.max_str {
+                    return None;
+                }
                 (WireValue::Str(d.get(at..at + n)?), at + n)
             }
             (TAG_STRING, 0xd9) => {
