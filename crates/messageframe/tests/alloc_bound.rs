@@ -305,6 +305,10 @@ fn usages(bytes: &[u8], limits: Limits) -> Vec<(&'static str, Usage)> {
         out.push(("view to_frame", measure(|| view.to_frame()).0));
     }
     out.push(("Header::peek", measure(|| Header::peek(bytes)).0));
+    out.push((
+        "Header::peek_frame",
+        measure(|| Header::peek_frame(bytes)).0,
+    ));
     let mut reused = reused_frame();
     out.push((
         "decode_prefix_into loop",
