@@ -13,7 +13,7 @@ use crate::header::Header;
 use crate::params::Slot;
 use crate::value::{TAG_BOOL, TAG_DOUBLE, TAG_INT, TAG_STRING};
 
-#[inline]
+#[inline(always)]
 pub(crate) fn write_uint(out: &mut Vec<u8>, v: u64) {
     if v < 0x80 {
         out.push(v as u8);
@@ -32,7 +32,7 @@ pub(crate) fn write_uint(out: &mut Vec<u8>, v: u64) {
 }
 
 /// Shortest form; non-negative values use the unsigned markers (msgpack-c).
-#[inline]
+#[inline(always)]
 pub(crate) fn write_int(out: &mut Vec<u8>, v: i64) {
     if v >= 0 {
         write_uint(out, v as u64);
