@@ -556,35 +556,19 @@ impl<'a> Reader<'a> {
 
     /// An integer that must fit `T`.
     #[inline(always)]
-    pub(crate) fn int_as<T: TryFrom<Int> + TryFrom<u64> + From<u8>>(
-        &mut self,
-    ) -> Result<T, DecodeError> {
-        // Fast paths: a positive fixint fits every field type; the unsigned
-        // markers read straight into a u64.
+    pub(crate) fn int_as<T: TryFrom<Int> + TryFrom<u64>>(&mut self) -> Result<T, DecodeError> {
+        // Fast path: a positive fixint or an unsigned marker, read straight
+        // into a u64; anything else (negative, or an error) goes the general
+        // way.
         let at = self.pos;
-        let width = match self.data.get(at) {
-            Some(&b) if b < 0x80 => {
-                self.pos += 1;
-                return Ok(T::from(b));
+        let mut p = at;
+        match fast_uint(self.data, &mut p) {
+            Some(v) => {
+                self.pos = p;
+                T::try_from(v).map_err(|_| self.err(ErrorKind::IntegerOutOfRange, at))
             }
-            Some(0xcc) => 1,
-            Some(0xcd) => 2,
-            Some(0xce) => 4,
-            Some(0xcf) => 8,
-            _ => return self.int_as_slow(),
-        };
-        let Some(bytes) = self.data.get(at + 1..at + 1 + width) else {
-            return self.int_as_slow();
-        };
-        let v = match *bytes {
-            [a] => u64::from(a),
-            [a, b] => u64::from(u16::from_be_bytes([a, b])),
-            [a, b, c, d] => u64::from(u32::from_be_bytes([a, b, c, d])),
-            [a, b, c, d, e, f, g, h] => u64::from_be_bytes([a, b, c, d, e, f, g, h]),
-            _ => return self.int_as_slow(),
-        };
-        self.pos = at + 1 + width;
-        T::try_from(v).map_err(|_| self.err(ErrorKind::IntegerOutOfRange, at))
+            None => self.int_as_slow(),
+        }
     }
 
     #[inline(never)]
