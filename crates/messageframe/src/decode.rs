@@ -408,6 +408,12 @@ impl<'a> Reader<'a> {
         self.pos
     }
 
+    /// Moves past `n` bytes that the caller has checked are there.
+    #[inline(always)]
+    pub(crate) fn advance(&mut self, n: usize) {
+        self.pos += n;
+    }
+
     pub(crate) fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }

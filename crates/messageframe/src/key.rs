@@ -74,6 +74,75 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// A flat key of at most [`ComposedKey::MAX`] bytes, joined once per
+/// lookup so that each candidate key is compared whole, in one or two word
+/// compares, instead of part by part.
+pub(crate) struct ComposedKey {
+    buf: [u8; ComposedKey::MAX],
+    len: usize,
+    dev_len: usize,
+    words: (u64, u64),
+}
+
+impl ComposedKey {
+    /// Longest key composed: every fixstr key fits.
+    pub(crate) const MAX: usize = 31;
+
+    /// `device`, separator, `param`; `None` if longer than [`Self::MAX`].
+    #[inline(always)]
+    pub(crate) fn new(device: &[u8], param: &[u8]) -> Option<ComposedKey> {
+        let dev_len = device.len();
+        let len = dev_len + 1 + param.len();
+        if len > Self::MAX {
+            return None;
+        }
+        let mut buf = [0u8; Self::MAX];
+        buf[..dev_len].copy_from_slice(device);
+        buf[dev_len] = SEPARATOR_BYTE;
+        buf[dev_len + 1..len].copy_from_slice(param);
+        let key = &buf[..len];
+        let words = if len <= 8 {
+            (short_word(key), 0)
+        } else if len <= 16 {
+            (word_at(key, 0), word_at(key, len - 8))
+        } else {
+            (0, 0)
+        };
+        Some(ComposedKey {
+            buf,
+            len,
+            dev_len,
+            words,
+        })
+    }
+
+    /// The key's length in bytes.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Length of the device part.
+    #[inline(always)]
+    pub(crate) fn dev_len(&self) -> usize {
+        self.dev_len
+    }
+
+    /// Whether `key`, which the caller has checked is [`len`](Self::len)
+    /// bytes long, is this key.
+    #[inline(always)]
+    pub(crate) fn eq_same_len(&self, key: &[u8]) -> bool {
+        debug_assert_eq!(key.len(), self.len);
+        if self.len <= 8 {
+            short_word(key) == self.words.0
+        } else if self.len <= 16 {
+            word_at(key, 0) == self.words.0 && word_at(key, self.len - 8) == self.words.1
+        } else {
+            key == &self.buf[..self.len]
+        }
+    }
+}
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 

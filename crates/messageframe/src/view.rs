@@ -6,7 +6,7 @@ use crate::decode::{read_value, walk, CheckSink, Decoder, Layout, Reader};
 use crate::error::{Context, DecodeError, ErrorKind};
 use crate::frame::{Frame, FrameConfig};
 use crate::header::Header;
-use crate::key::{bytes_eq, FlatKey, SEPARATOR_BYTE};
+use crate::key::{bytes_eq, find_separator, ComposedKey, FlatKey, SEPARATOR_BYTE};
 use crate::value::ValueRef;
 
 /// A frame read in place: keys, string values and attachments are borrowed
@@ -134,6 +134,42 @@ impl<'a> FrameView<'a> {
     /// first occurrence of a duplicate key is found.
     #[must_use]
     pub fn find(&self, device: &str, param: &str) -> Option<ValueRef<'a>> {
+        let d = device.as_bytes();
+        let composed = match ComposedKey::new(d, param.as_bytes()) {
+            Some(k) if !d.is_empty() && find_separator(d).is_none() => k,
+            _ => return self.find_general(device, param),
+        };
+        // The key is a fixstr: one marker byte that says "string of exactly
+        // this length" rules out most other keys without looking at their
+        // bytes. Keys in other forms (a non-minimal str8, say) take the
+        // general comparison.
+        let klen = composed.len();
+        let marker = 0xa0 | klen as u8;
+        let bytes = self.bytes;
+        let mut r = self.reader_at(self.layout.params_at);
+        for _ in 0..self.layout.params {
+            let at = r.pos();
+            let m = *bytes.get(at)?;
+            let found = if m == marker {
+                let key = bytes.get(at + 1..at + 1 + klen)?;
+                r.advance(1 + klen);
+                composed.eq_same_len(key)
+            } else if m & 0xe0 == 0xa0 {
+                r.advance(1 + usize::from(m & 0x1f));
+                false
+            } else {
+                key_matches(r.str_bytes().ok()?, device, param)
+            };
+            if found {
+                return read_value(&mut r).ok();
+            }
+            r.skip_pair().ok()?;
+        }
+        None
+    }
+
+    /// [`find`](FrameView::find) for any key: every key read and split.
+    fn find_general(&self, device: &str, param: &str) -> Option<ValueRef<'a>> {
         let mut r = self.reader_at(self.layout.params_at);
         for _ in 0..self.layout.params {
             let key = r.str_bytes().ok()?;

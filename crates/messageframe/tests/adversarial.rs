@@ -64,6 +64,17 @@ fn decode_everywhere(bytes: &[u8]) -> Frame {
     assert_eq!(shared.encode(), frame.encode());
     let view = FrameView::new(bytes).unwrap();
     assert_eq!(view.to_frame().encode(), frame.encode());
+    // Every key, whatever its wire form, is found by every lookup.
+    for (d, p, _) in frame.iter() {
+        // Compared through Debug, which tells NaN and -0.0 apart as needed.
+        let expected = format!("{:?}", frame.find(d, p));
+        assert_eq!(format!("{:?}", view.find(d, p)), expected, "({d:?}, {p:?})");
+        assert_eq!(
+            format!("{:?}", reused.find(d, p)),
+            expected,
+            "({d:?}, {p:?})"
+        );
+    }
     frame
 }
 
@@ -839,4 +850,60 @@ fn limits_only_reject_they_never_change_what_is_decoded() {
         .unwrap();
     let default = Frame::decode(&bytes).unwrap();
     assert_eq!(loose, default);
+}
+
+// ---------------------------------------------------------------------------
+// Lookups across key shapes
+
+#[test]
+fn lookups_agree_across_key_lengths_separators_and_wire_forms() {
+    // Keys around every length the comparisons treat differently (word
+    // sizes 8 and 16, the fixstr limit 31), a key without separator, an
+    // empty device, a parameter that contains the separator, and one key
+    // written as str8 although it is short.
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    for dl in [1usize, 3, 7, 8, 9, 15, 16, 20] {
+        for pl in [0usize, 1, 6, 7, 8, 10, 14, 15, 22] {
+            let mut k = vec![b'd'; dl];
+            k[dl - 1] = b'0' + (pl % 10) as u8;
+            k.push(0x1f);
+            k.extend(std::iter::repeat_n(b'p', pl));
+            keys.push(k);
+        }
+    }
+    keys.push(b"no_separator".to_vec());
+    keys.push(b"\x1fempty_device".to_vec());
+    keys.push(b"dev\x1fpa\x1fram".to_vec());
+    let mut bytes = vec![0x93];
+    bytes.extend_from_slice(&HEADER);
+    bytes.extend_from_slice(&[0xde, 0, keys.len() as u8 + 1]); // map16
+    for (i, k) in keys.iter().enumerate() {
+        if k.len() < 32 {
+            bytes.push(0xa0 | k.len() as u8);
+        } else {
+            bytes.extend_from_slice(&[0xd9, k.len() as u8]);
+        }
+        bytes.extend_from_slice(k);
+        bytes.extend_from_slice(&[0x92, 10, (i % 100) as u8]);
+    }
+    // "d\x1fq" as str8: a short key in a wider form than needed.
+    bytes.extend_from_slice(&[0xd9, 3, b'd', 0x1f, b'q', 0x92, 10, 0x63]);
+    bytes.push(0x90);
+    let decoded = decode_everywhere(&bytes);
+    let view = FrameView::new(&bytes).unwrap();
+    assert_eq!(decoded.len(), keys.len() + 1);
+    assert_eq!(view.find("d", "q"), Some(ValueRef::Int(0x63)));
+    assert_eq!(decoded.find("d", "q"), Some(ValueRef::Int(0x63)));
+    assert_eq!(view.find("", "no_separator"), Some(ValueRef::Int(72)));
+    // Look-alikes that must not match: the separator inside the device, a
+    // prefix, a key one byte longer.
+    for (d, p) in [("dev\u{1f}pa", "ram"), ("d", "qq"), ("d", ""), ("dd", "q")] {
+        assert_eq!(view.find(d, p), None, "({d:?}, {p:?})");
+        assert_eq!(decoded.find(d, p), None, "({d:?}, {p:?})");
+    }
+    assert_eq!(
+        view.find("dev", "pa\u{1f}ram"),
+        decoded.find("dev", "pa\u{1f}ram")
+    );
+    assert!(view.find("dev", "pa\u{1f}ram").is_some());
 }
