@@ -210,9 +210,9 @@ fn mf_add_reused(frame: &mut Frame, inputs: &Inputs, iteration: u64) {
     frame.header_mut().set_counter(iteration);
     mf_fill_params(frame, inputs);
     if let Some(a) = &inputs.attachment {
-        // The frame owns its attachment, so it gets its own copy, moved in
-        // (prost's message gets the same copy).
-        frame.add_attachment(ATTACHMENT_NAME, a.clone());
+        // The inputs keep their data, so the frame gets its own copy (as
+        // prost's message does), made into the buffer the cleared frame kept.
+        frame.add_attachment_copy(ATTACHMENT_NAME, a);
     }
 }
 
@@ -313,7 +313,7 @@ impl Backend for MfFresh {
         frame.header_mut().set_counter(iteration);
         mf_fill_params(&mut frame, inputs);
         if let Some(a) = &inputs.attachment {
-            frame.add_attachment(ATTACHMENT_NAME, a.clone());
+            frame.add_attachment_copy(ATTACHMENT_NAME, a);
         }
         self.frame = Some(frame);
     }

@@ -1302,14 +1302,16 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
         self.attachments
             .reserve_name_charged(name.len(), |bytes| budget.charge(bytes))
             .map_err(Refusal::Limit)?;
-        let data = match self.shared {
-            Some(b) => b.slice(data),
+        let (data, own_copy) = match self.shared {
+            Some(b) => (b.slice(data), false),
             None => {
+                // Charged whether or not a spare buffer takes the copy, so
+                // that what a decode may do depends on its input alone.
                 self.budget.charge(data.len()).map_err(Refusal::Limit)?;
-                Bytes::copy_from_slice(&self.input[data])
+                (self.attachments.copy_of(&self.input[data]), true)
             }
         };
-        self.attachments.push(name, data);
+        self.attachments.push(name, data, own_copy);
         Ok(())
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::decode::Decoder;
 use crate::encode;
@@ -74,13 +74,31 @@ pub(crate) struct AttachmentSlot {
     name_start: u32,
     name_len: u32,
     pub(crate) data: Bytes,
+    /// The frame made `data` by copying (a decode, `add_attachment_copy`),
+    /// so its buffer may be reused once nothing else holds it.
+    own_copy: bool,
 }
 
 /// The attachments of a frame: slots in insertion order, names in one arena.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub(crate) struct Attachments {
     slots: Vec<AttachmentSlot>,
     names: String,
+    /// Buffers of cleared attachments that the frame had copied and that
+    /// nothing else held any more, reused by the next copies: a reused
+    /// frame copies attachments in and out without allocating, as it does
+    /// parameters. Never shared, never cloned.
+    spare: Vec<BytesMut>,
+}
+
+impl Clone for Attachments {
+    fn clone(&self) -> Self {
+        Attachments {
+            slots: self.slots.clone(),
+            names: self.names.clone(),
+            spare: Vec::new(),
+        }
+    }
 }
 
 impl Attachments {
@@ -88,7 +106,31 @@ impl Attachments {
         Attachments {
             slots: Vec::with_capacity(count),
             names: String::with_capacity(count * 16),
+            spare: Vec::new(),
         }
+    }
+
+    /// A buffer holding a copy of `data`: a spare one if one is large
+    /// enough, else a new one.
+    pub(crate) fn copy_of(&mut self, data: &[u8]) -> Bytes {
+        let mut buf = match self.spare.iter().position(|b| b.capacity() >= data.len()) {
+            Some(i) => {
+                let mut b = self.spare.swap_remove(i);
+                b.clear();
+                b
+            }
+            None => {
+                // Drop a spare that is too small rather than keep it: live
+                // and spare buffers together never outnumber the most
+                // attachments the frame has held at once.
+                if !self.spare.is_empty() {
+                    self.spare.swap_remove(0);
+                }
+                BytesMut::with_capacity(data.len())
+            }
+        };
+        buf.extend_from_slice(data);
+        buf.freeze()
     }
 
     /// Makes room for `count` more attachments the way a decode does:
@@ -128,14 +170,21 @@ impl Attachments {
     }
 
     fn clear(&mut self) {
-        self.slots.clear();
+        for slot in self.slots.drain(..) {
+            if slot.own_copy {
+                // Unique unless the caller kept a clone of the data.
+                if let Ok(buf) = slot.data.try_into_mut() {
+                    self.spare.push(buf);
+                }
+            }
+        }
         self.names.clear();
     }
 
     /// # Panics
     ///
     /// If the data or the names reach 4 GiB (MessagePack's limit).
-    pub(crate) fn push(&mut self, name: &str, data: Bytes) {
+    pub(crate) fn push(&mut self, name: &str, data: Bytes, own_copy: bool) {
         assert!(
             u32::try_from(data.len()).is_ok(),
             "attachment data must be shorter than 4 GiB"
@@ -150,6 +199,7 @@ impl Attachments {
             name_start: name_start as u32,
             name_len: name.len() as u32,
             data,
+            own_copy,
         });
     }
 
@@ -436,7 +486,35 @@ impl Frame {
     ///
     /// If the data or the name is 4 GiB or longer (MessagePack's limit).
     pub fn add_attachment(&mut self, name: &str, data: impl Into<Bytes>) {
-        self.attachments.push(name, data.into());
+        self.attachments.push(name, data.into(), false);
+    }
+
+    /// Appends a copy of `data` as an attachment, for data the caller keeps
+    /// (a capture buffer that is refilled, say). The copy goes into the
+    /// buffer of an attachment this frame copied before and that was
+    /// cleared (by [`clear`](Frame::clear) or a decode into the frame)
+    /// with no one else holding it, so a reused frame copies without
+    /// allocating. To hand data over without any copy, use
+    /// [`add_attachment`](Frame::add_attachment).
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let capture = vec![0xABu8; 4096];
+    /// let mut frame = Frame::default();
+    /// frame.add_attachment_copy("iq", &capture);
+    /// let first = frame.attachment("iq").unwrap().as_ptr();
+    /// frame.clear();
+    /// frame.add_attachment_copy("iq", &capture);
+    /// // The second copy went into the first one's buffer.
+    /// assert_eq!(frame.attachment("iq").unwrap().as_ptr(), first);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the data or the name is 4 GiB or longer (MessagePack's limit).
+    pub fn add_attachment_copy(&mut self, name: &str, data: &[u8]) {
+        let data = self.attachments.copy_of(data);
+        self.attachments.push(name, data, true);
     }
 
     /// The attachments as `(name, data)`, in insertion order
@@ -464,6 +542,12 @@ impl Frame {
     /// Removes all parameters and attachments, keeping the capacity of every
     /// container, so the next message fills the frame without allocating.
     /// The header is kept (set the new counter or timestamp yourself).
+    ///
+    /// Attachment buffers the frame made itself (a decode's copies,
+    /// [`add_attachment_copy`](Frame::add_attachment_copy)) and that no one
+    /// else holds are kept too, for the next copies. Attachments handed in
+    /// with [`add_attachment`](Frame::add_attachment) or shared by
+    /// [`decode_shared`](Frame::decode_shared) are simply released.
     pub fn clear(&mut self) {
         self.params.clear();
         self.attachments.clear();
@@ -602,5 +686,38 @@ impl fmt::Debug for Frame {
             .field("params", &Params(self))
             .field("attachments", &Atts(self))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spare_attachment_buffers_never_outnumber_the_attachments_held() {
+        // Every message's attachment is larger than any buffer kept so far,
+        // so no spare ever fits: the frame must not keep them all.
+        let mut frame = Frame::default();
+        let mut most_held = 0;
+        for k in 1..=50usize {
+            frame.clear();
+            for j in 0..(k % 3 + 1) {
+                frame.add_attachment_copy(&format!("a{j}"), &vec![0u8; k * 100]);
+            }
+            most_held = most_held.max(frame.attachment_count());
+            let a = &frame.attachments;
+            assert!(
+                a.spare.len() + a.slots.len() <= most_held,
+                "message {k}: {} spare + {} live buffers",
+                a.spare.len(),
+                a.slots.len()
+            );
+        }
+        frame.clear();
+        assert!(frame.attachments.spare.len() <= most_held);
+        assert!(
+            !frame.attachments.spare.is_empty(),
+            "cleared copies are kept"
+        );
     }
 }

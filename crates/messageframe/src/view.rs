@@ -241,7 +241,7 @@ impl<'a> FrameView<'a> {
             frame.params_mut().push_wire(key, value);
         }
         for (name, data) in self.attachments() {
-            frame.add_attachment(name, data.to_vec());
+            frame.add_attachment_copy(name, data);
         }
         frame
     }

@@ -117,6 +117,61 @@ fn steady_state_fill_encode_decode_allocates_nothing() {
 }
 
 #[test]
+fn copied_attachments_reuse_their_buffers_in_and_out() {
+    // The attachment scenario of SPEC 5.2: 4 parameters and 1 MiB that the
+    // caller keeps, copied into the frame and out of the wire by decode_from.
+    let inp = inputs(4);
+    let capture = vec![0xABu8; 1 << 20];
+    let mut frame = Frame::new(Header::new(200, 7, 1, 2));
+    let mut decoded = Frame::default();
+    let mut buf = Vec::new();
+    let mut cycle = |frame: &mut Frame, decoded: &mut Frame| {
+        frame.clear();
+        fill(frame, &inp);
+        frame.add_attachment_copy("iq", &capture);
+        buf.clear();
+        frame.encode_into(&mut buf);
+        decoded.decode_from(&buf).unwrap();
+        decoded.attachment("iq").map(|d| d.len())
+    };
+    for _ in 0..2 {
+        assert_eq!(cycle(&mut frame, &mut decoded), Some(1 << 20));
+    }
+    for i in 0..5 {
+        let (allocs, bytes, len) = count(|| cycle(&mut frame, &mut decoded));
+        assert_eq!(len, Some(1 << 20));
+        assert_eq!((allocs, bytes), (0, 0), "iteration {i}");
+    }
+    assert_eq!(decoded, frame);
+}
+
+#[test]
+fn a_kept_clone_of_an_attachment_is_never_overwritten() {
+    let mut frame = Frame::default();
+    frame.add_attachment_copy("a", &[1u8; 64]);
+    let kept = frame.attachment("a").unwrap().clone();
+    frame.clear();
+    frame.add_attachment_copy("a", &[2u8; 64]);
+    assert_eq!(
+        &kept[..],
+        &[1u8; 64][..],
+        "the clone still holds the first copy"
+    );
+    assert_eq!(&frame.attachment("a").unwrap()[..], &[2u8; 64][..]);
+
+    // The same through decode_from: the decoded frame's data is the caller's
+    // once cloned.
+    let bytes = frame.encode();
+    let mut decoded = Frame::decode(&bytes).unwrap();
+    let kept = decoded.attachment("a").unwrap().clone();
+    frame.clear();
+    frame.add_attachment_copy("a", &[3u8; 64]);
+    decoded.decode_from(&frame.encode()).unwrap();
+    assert_eq!(&kept[..], &[2u8; 64][..]);
+    assert_eq!(&decoded.attachment("a").unwrap()[..], &[3u8; 64][..]);
+}
+
+#[test]
 fn view_and_header_peek_allocate_nothing() {
     let inp = inputs(127);
     let mut frame = Frame::default();
