@@ -36,7 +36,7 @@ fn fill(frame: &mut Frame, inputs: &Inputs) {
         frame.add(d, p, mf_value(v));
     }
     if let Some(a) = &inputs.attachment {
-        frame.add_attachment(ATTACHMENT_NAME, a.clone());
+        frame.add_attachment_copy(ATTACHMENT_NAME, a);
     }
 }
 
