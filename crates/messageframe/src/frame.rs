@@ -169,7 +169,17 @@ impl Attachments {
         self.slots.reserve(count);
     }
 
+    #[inline]
     fn clear(&mut self) {
+        if !self.slots.is_empty() {
+            self.release_slots();
+        }
+        self.names.clear();
+    }
+
+    /// Empties the slots, keeping the buffers of copies no one else holds.
+    #[inline(never)]
+    fn release_slots(&mut self) {
         for slot in self.slots.drain(..) {
             if slot.own_copy {
                 // Unique unless the caller kept a clone of the data.
@@ -178,7 +188,6 @@ impl Attachments {
                 }
             }
         }
-        self.names.clear();
     }
 
     /// # Panics
