@@ -517,6 +517,20 @@ impl<'a> Reader<'a> {
         Ok(n - min)
     }
 
+    /// The length of a fixmap (`base` 0x80) or fixarray (0x90), the forms
+    /// encoders write for small counts; `None`, consuming nothing, for any
+    /// other byte (the general reader then takes it, with exact errors).
+    #[inline(always)]
+    pub(crate) fn fix_len(&mut self, base: u8) -> Option<usize> {
+        let m = *self.data.get(self.pos)?;
+        if m & 0xf0 == base {
+            self.pos += 1;
+            Some(usize::from(m & 0x0f))
+        } else {
+            None
+        }
+    }
+
     #[inline]
     pub(crate) fn map_len(&mut self) -> Result<usize, DecodeError> {
         let at = self.pos;
@@ -896,10 +910,17 @@ fn in_header(i: usize) -> impl Fn(DecodeError) -> DecodeError {
 
 /// Reads the top-level array header and the header array; returns the
 /// header and how many extra top-level elements follow the three.
+#[inline(always)]
 fn read_header(r: &mut Reader<'_>) -> Result<(Header, usize), DecodeError> {
     if let Some(header) = r.fast_header() {
         return Ok((header, 0));
     }
+    read_header_general(r)
+}
+
+/// [`read_header`] for any valid encoding, with exact errors.
+#[inline(never)]
+fn read_header_general(r: &mut Reader<'_>) -> Result<(Header, usize), DecodeError> {
     let extra_top = r.array_at_least(3)?;
     let extra = r.array_at_least(8).map_err(in_header(0))?;
     let header = Header::from_fields(
@@ -992,7 +1013,10 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
 
     // Parameters.
     let map_at = r.pos();
-    let count = r.map_len().map_err(|e| e.with_context(Context::Params))?;
+    let count = match r.fix_len(0x80) {
+        Some(n) => n,
+        None => r.map_len().map_err(|e| e.with_context(Context::Params))?,
+    };
     if count > limits.max_params {
         return Err(DecodeError::new(
             ErrorKind::LimitExceeded(Limit::Params),
@@ -1056,9 +1080,12 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
 
     // Attachments.
     let list_at = r.pos();
-    let count = r
-        .array_len()
-        .map_err(|e| e.with_context(Context::Attachment(0)))?;
+    let count = match r.fix_len(0x90) {
+        Some(n) => n,
+        None => r
+            .array_len()
+            .map_err(|e| e.with_context(Context::Attachment(0)))?,
+    };
     if count > limits.max_attachments {
         return Err(DecodeError::new(
             ErrorKind::LimitExceeded(Limit::Attachments),
