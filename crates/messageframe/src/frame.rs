@@ -321,6 +321,7 @@ impl Frame {
     /// # Panics
     ///
     /// If the frame's text (keys and string values) would exceed 4 GiB.
+    #[inline(always)]
     pub fn add(&mut self, device: &str, param: &str, value: impl ToValueRef) {
         debug_assert!(
             !device.contains(crate::key::SEPARATOR),

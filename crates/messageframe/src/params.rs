@@ -568,7 +568,7 @@ impl Params {
     }
 
     /// Stores a value's payload in the arenas and returns its slot.
-    #[inline]
+    #[inline(always)]
     fn store(&mut self, value: ValueRef<'_>) -> Slot {
         match value {
             ValueRef::Int(v) => Slot::Int(v),
