@@ -901,6 +901,18 @@ pub(crate) fn is_one_value(raw: &[u8]) -> bool {
     r.skip().is_ok() && r.pos() == raw.len()
 }
 
+/// Where the string of the `[tag, string, ...]` pair at `at` (already read
+/// once) starts: past the array header and the tag, whatever forms they
+/// were written in. Only error reports need it.
+#[cold]
+fn string_marker_at(data: &[u8], at: usize) -> usize {
+    let mut r = Reader::validated(data, at);
+    match r.array_len().and_then(|_| r.skip()) {
+        Ok(()) => r.pos(),
+        Err(_) => at,
+    }
+}
+
 fn in_header(i: usize) -> impl Fn(DecodeError) -> DecodeError {
     move |mut e| {
         e.set_context(Context::Header(Header::FIELD_NAMES[i]));
@@ -1070,7 +1082,7 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
                 Refusal::Utf8 { in_key: true } => (ErrorKind::InvalidUtf8, key_at, Context::Key(i)),
                 Refusal::Utf8 { in_key: false } => (
                     ErrorKind::InvalidUtf8,
-                    value_at + 2,
+                    string_marker_at(r.input(), value_at),
                     Context::Value(String::from_utf8_lossy(key).into_owned()),
                 ),
             };

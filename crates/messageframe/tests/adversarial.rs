@@ -390,6 +390,23 @@ fn invalid_utf8_in_a_string_value_is_an_error_at_the_value() {
 }
 
 #[test]
+fn invalid_utf8_in_a_widely_encoded_string_value_is_reported_at_its_marker() {
+    // The pair as array16 and the tag as uint8: the string starts 3 + 2
+    // bytes into the value, not 2.
+    let mut value = vec![0xdc, 0, 2, 0xcc, 30];
+    value.extend_from_slice(&[0xa2, 0xc3, 0x28]);
+    let mut key = s(b"k");
+    key.extend_from_slice(&value);
+    let bytes = frame(&[key], &[]);
+    let err = reject_everywhere(&bytes);
+    assert_eq!(err.kind(), &ErrorKind::InvalidUtf8);
+    // Map header (1), key "k" (2), array16 header (3), uint8 tag (2).
+    assert_eq!(err.offset(), MAP_AT + 8);
+    assert_eq!(bytes[err.offset()], 0xa2, "the offset is the string's marker");
+    assert_eq!(err.context(), &Context::Value("k".to_owned()));
+}
+
+#[test]
 fn invalid_utf8_in_an_attachment_name_is_an_error_at_the_name() {
     let bytes = frame(&[], &[vec![0x92, 0xa1, 0x80, 0xc4, 0x00]]);
     let err = reject_everywhere(&bytes);
