@@ -160,15 +160,35 @@ pub(crate) fn is_ascii(b: &[u8]) -> bool {
     }
 }
 
+/// The lowest byte of `w` that is zero, flagged by its high bit (bits above
+/// a true zero may be false positives, never below).
+#[inline(always)]
+fn zero_bytes(w: u64) -> u64 {
+    w.wrapping_sub(ONES) & !w & HIGHS
+}
+
 /// Position of the first separator in a key, eight bytes at a time.
 #[inline(always)]
 pub(crate) fn find_separator(key: &[u8]) -> Option<usize> {
+    let n = key.len();
+    if (4..8).contains(&n) {
+        // Two overlapping four-byte words cover the key: the first word's
+        // match wins, else the second's.
+        let sep = ONES * u64::from(SEPARATOR_BYTE);
+        let lo = u64::from(u32::from_le_bytes([key[0], key[1], key[2], key[3]])) | !0 << 32;
+        let z = zero_bytes(lo ^ sep);
+        if z != 0 {
+            return Some((z.trailing_zeros() / 8) as usize);
+        }
+        let hi = u64::from(u32::from_le_bytes([key[n - 4], key[n - 3], key[n - 2], key[n - 1]]))
+            | !0 << 32;
+        let z = zero_bytes(hi ^ sep);
+        return (z != 0).then(|| n - 4 + (z.trailing_zeros() / 8) as usize);
+    }
     let mut i = 0;
     while i + 8 <= key.len() {
         let w = word_at(key, i) ^ (ONES * u64::from(SEPARATOR_BYTE));
-        // The lowest flagged byte is the first zero byte of `w` (bits above
-        // a true zero may be false positives, never below).
-        let zero = w.wrapping_sub(ONES) & !w & HIGHS;
+        let zero = zero_bytes(w);
         if zero != 0 {
             return Some(i + (zero.trailing_zeros() / 8) as usize);
         }
@@ -293,5 +313,37 @@ impl fmt::Display for FlatKey {
     /// `device.param`, the form people read (the wire uses U+001F).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.device(), self.param())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_separator_finds_the_first_one_at_every_length_and_position() {
+        for n in 0..24usize {
+            let base: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            assert_eq!(find_separator(&base), None, "none in {n} bytes");
+            for first in 0..n {
+                for second in [None, Some(first + 1), Some(n - 1)] {
+                    let mut k = base.clone();
+                    k[first] = SEPARATOR_BYTE;
+                    if let Some(s) = second.filter(|&s| s < n) {
+                        k[s] = SEPARATOR_BYTE;
+                    }
+                    // Bytes that differ from the separator by one bit, and
+                    // high bytes, next to it: no false positives.
+                    if first > 0 {
+                        k[first - 1] = SEPARATOR_BYTE ^ 0x01;
+                    }
+                    if first + 2 < n {
+                        k[first + 2] = 0x9f;
+                    }
+                    let expected = k.iter().position(|&b| b == SEPARATOR_BYTE);
+                    assert_eq!(find_separator(&k), expected, "{k:?}");
+                }
+            }
+        }
     }
 }

@@ -223,9 +223,18 @@ impl Table {
         self.entries.len()
     }
 
+    #[inline]
     fn clear(&mut self) {
         self.entries.clear();
         *self.scanned.get_mut() = 0;
+        if self.index.get().is_some() {
+            self.release_index();
+        }
+    }
+
+    /// Empties the index and keeps its allocation for the next build.
+    #[inline(never)]
+    fn release_index(&mut self) {
         if let Some(mut index) = self.index.take() {
             index.clear();
             *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = index;
