@@ -50,6 +50,37 @@ pub(crate) fn short_word(b: &[u8]) -> u64 {
     }
 }
 
+/// A slice of at most 8 bytes as the little-endian integer it spells (its
+/// bytes exactly, unlike [`short_word`]), from at most three loads.
+#[inline(always)]
+fn le_value(b: &[u8]) -> u64 {
+    let n = b.len();
+    debug_assert!(n <= 8);
+    if n >= 4 {
+        let lo = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let hi = u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]);
+        // The two words overlap below 8 bytes; overlapping bytes agree.
+        u64::from(lo) | u64::from(hi) << (8 * (n - 4))
+    } else if n > 0 {
+        u64::from(b[0]) | u64::from(b[n / 2]) << (8 * (n / 2)) | u64::from(b[n - 1]) << (8 * (n - 1))
+    } else {
+        0
+    }
+}
+
+/// [`short_word`] of the `n` (at most 8) bytes that `v` spells little-endian.
+#[inline(always)]
+fn short_word_of(v: u64, n: usize) -> u64 {
+    let byte = |i: usize| (v >> (8 * i)) & 0xff;
+    if n >= 4 {
+        (v & 0xffff_ffff) | (v >> (8 * (n - 4)) & 0xffff_ffff) << 32
+    } else if n > 0 {
+        byte(0) | byte(n / 2) << 8 | byte(n - 1) << 16
+    } else {
+        0
+    }
+}
+
 /// Eight bytes at `i` as a little-endian word (one load after one bounds
 /// check).
 #[inline(always)]
@@ -74,58 +105,43 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
-/// A flat key of at most [`ComposedKey::MAX`] bytes, joined once per
-/// lookup so that each candidate key is compared whole, in one or two word
-/// compares, instead of part by part.
+/// A flat key whose parts are at most 8 bytes each, joined once per lookup
+/// into the words that compare it, so that each candidate key is compared
+/// whole in one or two word compares instead of part by part.
 pub(crate) struct ComposedKey {
-    buf: [u8; ComposedKey::MAX],
     len: usize,
-    dev_len: usize,
     words: (u64, u64),
 }
 
 impl ComposedKey {
-    /// Longest key composed: every fixstr key fits.
-    pub(crate) const MAX: usize = 31;
-
-    /// `device`, separator, `param`; `None` if longer than [`Self::MAX`].
+    /// `device`, separator, `param`; `None` if a part is longer than 8
+    /// bytes (such keys take the part-by-part comparison).
     #[inline(always)]
     pub(crate) fn new(device: &[u8], param: &[u8]) -> Option<ComposedKey> {
         let dev_len = device.len();
-        let len = dev_len + 1 + param.len();
-        if len > Self::MAX {
+        if dev_len > 8 || param.len() > 8 {
             return None;
         }
-        let mut buf = [0u8; Self::MAX];
-        buf[..dev_len].copy_from_slice(device);
-        buf[dev_len] = SEPARATOR_BYTE;
-        buf[dev_len + 1..len].copy_from_slice(param);
-        let key = &buf[..len];
+        let len = dev_len + 1 + param.len();
+        // Joined in registers: no copies, and no loads of words that span
+        // the stores of a copy (a store-forwarding stall).
+        let joined = u128::from(le_value(device))
+            | u128::from(SEPARATOR_BYTE) << (8 * dev_len)
+            | u128::from(le_value(param)) << (8 * (dev_len + 1));
         let words = if len <= 8 {
-            (short_word(key), 0)
+            (short_word_of(joined as u64, len), 0)
         } else if len <= 16 {
-            (word_at(key, 0), word_at(key, len - 8))
+            (joined as u64, (joined >> (8 * (len - 8))) as u64)
         } else {
-            (0, 0)
+            return None;
         };
-        Some(ComposedKey {
-            buf,
-            len,
-            dev_len,
-            words,
-        })
+        Some(ComposedKey { len, words })
     }
 
-    /// The key's length in bytes.
+    /// The key's length in bytes (at most 16).
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// Length of the device part.
-    #[inline(always)]
-    pub(crate) fn dev_len(&self) -> usize {
-        self.dev_len
     }
 
     /// Whether `key`, which the caller has checked is [`len`](Self::len)
@@ -135,10 +151,8 @@ impl ComposedKey {
         debug_assert_eq!(key.len(), self.len);
         if self.len <= 8 {
             short_word(key) == self.words.0
-        } else if self.len <= 16 {
-            word_at(key, 0) == self.words.0 && word_at(key, self.len - 8) == self.words.1
         } else {
-            key == &self.buf[..self.len]
+            word_at(key, 0) == self.words.0 && word_at(key, self.len - 8) == self.words.1
         }
     }
 }
@@ -319,6 +333,46 @@ impl fmt::Display for FlatKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_composed_key_equals_exactly_its_joined_bytes() {
+        let parts: Vec<Vec<u8>> = (0..=12usize)
+            .map(|n| (0..n).map(|i| b'A' + i as u8).collect())
+            .collect();
+        for d in &parts {
+            for p in &parts {
+                let mut joined = d.clone();
+                joined.push(SEPARATOR_BYTE);
+                joined.extend_from_slice(p);
+                let Some(k) = ComposedKey::new(d, p) else {
+                    assert!(d.len() > 8 || p.len() > 8 || joined.len() > 16);
+                    continue;
+                };
+                assert_eq!(k.len(), joined.len());
+                assert!(k.eq_same_len(&joined), "{joined:?}");
+                // Any one byte changed is a different key.
+                for i in 0..joined.len() {
+                    let mut other = joined.clone();
+                    other[i] ^= 0x20;
+                    assert!(!k.eq_same_len(&other), "{other:?} vs {joined:?}");
+                }
+            }
+        }
+        assert!(ComposedKey::new(&[b'd'; 9], b"p").is_none());
+        assert!(ComposedKey::new(b"d", &[b'p'; 9]).is_none());
+        assert!(ComposedKey::new(&[b'd'; 8], &[b'p'; 8]).is_none(), "17 bytes");
+    }
+
+    #[test]
+    fn le_value_spells_the_bytes_and_short_word_of_agrees() {
+        for n in 0..=8usize {
+            let b: Vec<u8> = (1..=n as u8).collect();
+            let mut expected = [0u8; 8];
+            expected[..n].copy_from_slice(&b);
+            assert_eq!(le_value(&b), u64::from_le_bytes(expected), "{n} bytes");
+            assert_eq!(short_word_of(le_value(&b), n), short_word(&b), "{n} bytes");
+        }
+    }
 
     #[test]
     fn find_separator_finds_the_first_one_at_every_length_and_position() {
