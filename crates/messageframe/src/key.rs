@@ -62,7 +62,9 @@ fn le_value(b: &[u8]) -> u64 {
         // The two words overlap below 8 bytes; overlapping bytes agree.
         u64::from(lo) | u64::from(hi) << (8 * (n - 4))
     } else if n > 0 {
-        u64::from(b[0]) | u64::from(b[n / 2]) << (8 * (n / 2)) | u64::from(b[n - 1]) << (8 * (n - 1))
+        u64::from(b[0])
+            | u64::from(b[n / 2]) << (8 * (n / 2))
+            | u64::from(b[n - 1]) << (8 * (n - 1))
     } else {
         0
     }
@@ -194,8 +196,12 @@ pub(crate) fn find_separator(key: &[u8]) -> Option<usize> {
         if z != 0 {
             return Some((z.trailing_zeros() / 8) as usize);
         }
-        let hi = u64::from(u32::from_le_bytes([key[n - 4], key[n - 3], key[n - 2], key[n - 1]]))
-            | !0 << 32;
+        let hi = u64::from(u32::from_le_bytes([
+            key[n - 4],
+            key[n - 3],
+            key[n - 2],
+            key[n - 1],
+        ])) | !0 << 32;
         let z = zero_bytes(hi ^ sep);
         return (z != 0).then(|| n - 4 + (z.trailing_zeros() / 8) as usize);
     }
@@ -360,7 +366,10 @@ mod tests {
         }
         assert!(ComposedKey::new(&[b'd'; 9], b"p").is_none());
         assert!(ComposedKey::new(b"d", &[b'p'; 9]).is_none());
-        assert!(ComposedKey::new(&[b'd'; 8], &[b'p'; 8]).is_none(), "17 bytes");
+        assert!(
+            ComposedKey::new(&[b'd'; 8], &[b'p'; 8]).is_none(),
+            "17 bytes"
+        );
     }
 
     #[test]

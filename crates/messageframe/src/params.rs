@@ -15,7 +15,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use hashbrown::HashTable;
 
-use crate::key::{bytes_eq, find_separator, hash_parts};
+use crate::key::{bytes_eq, find_separator, hash_parts, ComposedKey};
 use crate::value::{UnknownValue, ValueRef};
 
 /// Up to this many entries, lookups scan; past it, the index is kept.
@@ -346,9 +346,20 @@ impl Table {
 
     #[inline]
     fn scan(&self, text: &[u8], device: &[u8], param: &[u8]) -> Option<usize> {
-        self.entries
-            .iter()
-            .position(|e| has_key(text, e, device, param))
+        match ComposedKey::new(device, param) {
+            Some(q) if !device.is_empty() => {
+                let dl = device.len();
+                self.entries.iter().position(|e| {
+                    e.dev_len as usize == dl
+                        && e.key_len as usize == q.len()
+                        && q.eq_same_len(key_of(text, e))
+                })
+            }
+            _ => self
+                .entries
+                .iter()
+                .position(|e| has_key(text, e, device, param)),
+        }
     }
 
     #[inline]

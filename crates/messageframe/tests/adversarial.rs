@@ -402,7 +402,11 @@ fn invalid_utf8_in_a_widely_encoded_string_value_is_reported_at_its_marker() {
     assert_eq!(err.kind(), &ErrorKind::InvalidUtf8);
     // Map header (1), key "k" (2), array16 header (3), uint8 tag (2).
     assert_eq!(err.offset(), MAP_AT + 8);
-    assert_eq!(bytes[err.offset()], 0xa2, "the offset is the string's marker");
+    assert_eq!(
+        bytes[err.offset()],
+        0xa2,
+        "the offset is the string's marker"
+    );
     assert_eq!(err.context(), &Context::Value("k".to_owned()));
 }
 
