@@ -620,7 +620,7 @@ impl<'a> Reader<'a> {
     pub(crate) fn str(&mut self) -> Result<&'a str, DecodeError> {
         let at = self.pos;
         let bytes = self.str_bytes()?;
-        std::str::from_utf8(bytes).map_err(|_| self.err(ErrorKind::InvalidUtf8, at))
+        crate::utf8::str_from(bytes).map_err(|_| self.err(ErrorKind::InvalidUtf8, at))
     }
 
     /// Binary data; returns its range in the input.
@@ -889,7 +889,7 @@ pub(crate) fn read_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, DecodeE
         WireValue::Double(v) => ValueRef::Double(v),
         WireValue::Bool(v) => ValueRef::Bool(v),
         WireValue::Str(b) => {
-            ValueRef::String(std::str::from_utf8(b).map_err(|_| r.err(ErrorKind::InvalidUtf8, at))?)
+            ValueRef::String(crate::utf8::str_from(b).map_err(|_| r.err(ErrorKind::InvalidUtf8, at))?)
         }
         WireValue::Unknown(tag, raw) => ValueRef::Unknown(UnknownValue::from_wire(tag, raw)),
     })
@@ -1336,7 +1336,7 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
     }
 
     fn attachment(&mut self, name: &'a [u8], data: Range<usize>) -> Result<(), Refusal> {
-        let name = std::str::from_utf8(name).map_err(|_| Refusal::Utf8 { in_key: false })?;
+        let name = crate::utf8::str_from(name).map_err(|_| Refusal::Utf8 { in_key: false })?;
         let budget = &mut self.budget;
         self.attachments
             .reserve_name_charged(name.len(), |bytes| budget.charge(bytes))

@@ -696,7 +696,7 @@ impl DecodeTarget<'_> {
     /// `false` is returned.
     pub(crate) fn finish(self, keep: bool) -> bool {
         let text = if keep {
-            String::from_utf8(self.text)
+            crate::utf8::string_from(self.text)
         } else {
             let mut bytes = self.text;
             bytes.clear();
