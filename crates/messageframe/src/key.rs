@@ -53,7 +53,7 @@ pub(crate) fn short_word(b: &[u8]) -> u64 {
 /// A slice of at most 8 bytes as the little-endian integer it spells (its
 /// bytes exactly, unlike [`short_word`]), from at most three loads.
 #[inline(always)]
-fn le_value(b: &[u8]) -> u64 {
+pub(crate) fn le_value(b: &[u8]) -> u64 {
     let n = b.len();
     debug_assert!(n <= 8);
     if n >= 4 {

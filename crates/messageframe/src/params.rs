@@ -539,9 +539,9 @@ impl Params {
         value: ValueRef<'_>,
     ) -> bool {
         let key_start = to_u32(self.text.len());
-        self.text.push_str(device);
+        crate::utf8::push_str(&mut self.text, device);
         self.text.push(crate::key::SEPARATOR);
-        self.text.push_str(param);
+        crate::utf8::push_str(&mut self.text, param);
         let entry = Entry {
             key_start,
             key_len: to_u32(device.len() + 1 + param.len()),
@@ -586,7 +586,7 @@ impl Params {
             ValueRef::Bool(v) => Slot::Bool(v),
             ValueRef::String(s) => {
                 let start = to_u32(self.text.len());
-                self.text.push_str(s);
+                crate::utf8::push_str(&mut self.text, s);
                 Slot::Str {
                     start,
                     len: to_u32(s.len()),

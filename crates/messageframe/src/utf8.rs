@@ -42,9 +42,49 @@ pub(crate) fn string_from(bytes: Vec<u8>) -> Result<String, FromUtf8Error> {
     }
 }
 
+/// Appends `s` to `text`. Up to 8 bytes, when `text` has room for 8 more,
+/// this is one fixed-size 8-byte copy and a cut instead of a call to
+/// `memcpy` (which costs more than the copy for the 2-to-8-byte names and
+/// values frames are made of).
+#[inline(always)]
+#[allow(unsafe_code)]
+pub(crate) fn push_str(text: &mut String, s: &str) {
+    let n = s.len();
+    if n <= 8 && text.capacity() - text.len() >= 8 {
+        // The bytes of `s`, then zero bytes.
+        let word = crate::key::le_value(s.as_bytes()).to_le_bytes();
+        let len = text.len();
+        // SAFETY: `word` is `s` (valid UTF-8) followed by NUL bytes (ASCII),
+        // so appending it keeps `text` valid UTF-8, and cutting right after
+        // `s` cuts at a char boundary. There is room for the 8 bytes, so the
+        // append cannot reallocate or panic between the two steps.
+        let bytes = unsafe { text.as_mut_vec() };
+        bytes.extend_from_slice(&word);
+        bytes.truncate(len + n);
+    } else {
+        text.push_str(s);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_str_appends_exactly_the_string() {
+        for room in [0usize, 7, 8, 64] {
+            for s in ["", "a", "é", "ab", "d0", "abc", "€", "abcd", "p1023", "value_3", "12345678", "123456789", "ünïcödé"] {
+                let mut text = String::with_capacity(2 + room);
+                text.push_str("xy");
+                let cap = text.capacity();
+                push_str(&mut text, s);
+                assert_eq!(text, format!("xy{s}"), "room {room}");
+                if s.len() <= cap - 2 {
+                    assert_eq!(text.capacity(), cap, "no growth when it fits");
+                }
+            }
+        }
+    }
 
     #[test]
     fn agrees_with_std_on_every_length_and_every_high_byte_position() {
