@@ -382,6 +382,55 @@ pub(crate) enum WireValue<'a> {
     Unknown(i64, &'a [u8]),
 }
 
+/// Reads the `[tag, value]` pair at `v` in the forms encoders write:
+/// fixarray(2), fixint tag, and a value in a common encoding (strings up to
+/// `max_str` bytes). Returns the value and where it ends; `None` for
+/// anything else, which the general readers then handle (with exact
+/// errors). No `Result` plumbing: this is the hot path of the walk and of
+/// the view's lookups.
+#[inline(always)]
+pub(crate) fn fast_value(d: &[u8], v: usize, max_str: usize) -> Option<(WireValue<'_>, usize)> {
+    let &[0x92, tag, vm] = d.get(v..v + 3)? else {
+        return None;
+    };
+    let at = v + 3; // first byte after the value's marker
+    let be = |n: usize| -> Option<u64> { be_uint(d.get(at..at + n)?) };
+    Some(match (tag, vm) {
+        (TAG_INT, 0x00..=0x7f) => (WireValue::Int(i64::from(vm)), at),
+        (TAG_INT, 0xe0..=0xff) => (WireValue::Int(i64::from(vm as i8)), at),
+        (TAG_INT, 0xcc) => (WireValue::Int(be(1)? as i64), at + 1),
+        (TAG_INT, 0xcd) => (WireValue::Int(be(2)? as i64), at + 2),
+        (TAG_INT, 0xce) => (WireValue::Int(be(4)? as i64), at + 4),
+        (TAG_INT, 0xd0) => (WireValue::Int(i64::from(be(1)? as u8 as i8)), at + 1),
+        (TAG_INT, 0xd1) => (WireValue::Int(i64::from(be(2)? as u16 as i16)), at + 2),
+        (TAG_INT, 0xd2) => (WireValue::Int(i64::from(be(4)? as u32 as i32)), at + 4),
+        (TAG_INT, 0xd3) => (WireValue::Int(be(8)? as i64), at + 8),
+        (TAG_DOUBLE, 0xcb) => (WireValue::Double(f64::from_bits(be(8)?)), at + 8),
+        (TAG_DOUBLE, 0x00..=0x7f) => (WireValue::Double(f64::from(vm)), at),
+        (TAG_DOUBLE, 0xe0..=0xff) => (WireValue::Double(f64::from(vm as i8)), at),
+        (TAG_DOUBLE, 0xcc) => (WireValue::Double(be(1)? as f64), at + 1),
+        (TAG_DOUBLE, 0xcd) => (WireValue::Double(be(2)? as f64), at + 2),
+        (TAG_DOUBLE, 0xce) => (WireValue::Double(be(4)? as f64), at + 4),
+        (TAG_STRING, 0xa0..=0xbf) => {
+            let n = usize::from(vm & 0x1f);
+            if n > max_str {
+                return None;
+            }
+            (WireValue::Str(d.get(at..at + n)?), at + n)
+        }
+        (TAG_STRING, 0xd9) => {
+            let n = usize::from(*d.get(at)?);
+            if n > max_str {
+                return None;
+            }
+            (WireValue::Str(d.get(at + 1..at + 1 + n)?), at + 1 + n)
+        }
+        (TAG_BOOL, 0xc2) => (WireValue::Bool(false), at),
+        (TAG_BOOL, 0xc3) => (WireValue::Bool(true), at),
+        _ => return None,
+    })
+}
+
 impl<'a> Reader<'a> {
     pub(crate) fn new(buf: &'a [u8], limits: &Limits) -> Self {
         let max_frame = limits.max_frame_bytes.min(FRAME_BYTES_CEILING);
@@ -697,46 +746,7 @@ impl<'a> Reader<'a> {
         }
         let klen = usize::from(m & 0x1f);
         let key = d.get(p + 1..p + 1 + klen)?;
-        let v = p + 1 + klen;
-        let &[0x92, tag, vm] = d.get(v..v + 3)? else {
-            return None;
-        };
-        let at = v + 3; // first byte after the value's marker
-        let be = |n: usize| -> Option<u64> { be_uint(d.get(at..at + n)?) };
-        let (value, end) = match (tag, vm) {
-            (TAG_INT, 0x00..=0x7f) => (WireValue::Int(i64::from(vm)), at),
-            (TAG_INT, 0xe0..=0xff) => (WireValue::Int(i64::from(vm as i8)), at),
-            (TAG_INT, 0xcc) => (WireValue::Int(be(1)? as i64), at + 1),
-            (TAG_INT, 0xcd) => (WireValue::Int(be(2)? as i64), at + 2),
-            (TAG_INT, 0xce) => (WireValue::Int(be(4)? as i64), at + 4),
-            (TAG_INT, 0xd0) => (WireValue::Int(i64::from(be(1)? as u8 as i8)), at + 1),
-            (TAG_INT, 0xd1) => (WireValue::Int(i64::from(be(2)? as u16 as i16)), at + 2),
-            (TAG_INT, 0xd2) => (WireValue::Int(i64::from(be(4)? as u32 as i32)), at + 4),
-            (TAG_INT, 0xd3) => (WireValue::Int(be(8)? as i64), at + 8),
-            (TAG_DOUBLE, 0xcb) => (WireValue::Double(f64::from_bits(be(8)?)), at + 8),
-            (TAG_DOUBLE, 0x00..=0x7f) => (WireValue::Double(f64::from(vm)), at),
-            (TAG_DOUBLE, 0xe0..=0xff) => (WireValue::Double(f64::from(vm as i8)), at),
-            (TAG_DOUBLE, 0xcc) => (WireValue::Double(be(1)? as f64), at + 1),
-            (TAG_DOUBLE, 0xcd) => (WireValue::Double(be(2)? as f64), at + 2),
-            (TAG_DOUBLE, 0xce) => (WireValue::Double(be(4)? as f64), at + 4),
-            (TAG_STRING, 0xa0..=0xbf) => {
-                let n = usize::from(vm & 0x1f);
-                if n > self.max_str {
-                    return None;
-                }
-                (WireValue::Str(d.get(at..at + n)?), at + n)
-            }
-            (TAG_STRING, 0xd9) => {
-                let n = usize::from(*d.get(at)?);
-                if n > self.max_str {
-                    return None;
-                }
-                (WireValue::Str(d.get(at + 1..at + 1 + n)?), at + 1 + n)
-            }
-            (TAG_BOOL, 0xc2) => (WireValue::Bool(false), at),
-            (TAG_BOOL, 0xc3) => (WireValue::Bool(true), at),
-            _ => return None,
-        };
+        let (value, end) = fast_value(d, p + 1 + klen, self.max_str)?;
         if klen > self.max_str {
             return None;
         }
@@ -884,7 +894,14 @@ impl<'a> Reader<'a> {
 #[inline]
 pub(crate) fn read_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, DecodeError> {
     let at = r.pos();
-    Ok(match r.wire_value()? {
+    let value = match fast_value(r.data, at, r.max_str) {
+        Some((value, end)) => {
+            r.pos = end;
+            value
+        }
+        None => r.wire_value()?,
+    };
+    Ok(match value {
         WireValue::Int(v) => ValueRef::Int(v),
         WireValue::Double(v) => ValueRef::Double(v),
         WireValue::Bool(v) => ValueRef::Bool(v),
