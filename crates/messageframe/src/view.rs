@@ -61,6 +61,7 @@ impl Decoder {
 
     /// Validates the first frame of `bytes` and returns a view of it;
     /// [`FrameView::encoded_len`] says how many bytes it used.
+    #[inline]
     pub fn view_prefix<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
         let mut sink = CheckSink::new(self);
         let (header, layout) = walk(self, bytes, &mut sink)?;
