@@ -905,9 +905,9 @@ pub(crate) fn read_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, DecodeE
         WireValue::Int(v) => ValueRef::Int(v),
         WireValue::Double(v) => ValueRef::Double(v),
         WireValue::Bool(v) => ValueRef::Bool(v),
-        WireValue::Str(b) => {
-            ValueRef::String(crate::utf8::str_from(b).map_err(|_| r.err(ErrorKind::InvalidUtf8, at))?)
-        }
+        WireValue::Str(b) => ValueRef::String(
+            crate::utf8::str_from(b).map_err(|_| r.err(ErrorKind::InvalidUtf8, at))?,
+        ),
         WireValue::Unknown(tag, raw) => ValueRef::Unknown(UnknownValue::from_wire(tag, raw)),
     })
 }

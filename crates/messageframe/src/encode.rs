@@ -113,11 +113,21 @@ fn write_len(
 
 #[inline(always)]
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &[u8]) {
-    // Keys and most string values are fixstrs: one marker byte.
-    if s.len() < 32 {
-        out.push(0xa0 | s.len() as u8);
+    let n = s.len();
+    // Keys and most string values are fixstrs: one marker byte. Up to 7
+    // bytes, marker and string go out as one fixed-size 8-byte write (then
+    // the length is cut back), not a call to `memcpy`.
+    if n < 8 && out.capacity() - out.len() >= 8 {
+        let word = 0xa0 | n as u64 | crate::key::le_value(s) << 8;
+        let len = out.len();
+        out.extend_from_slice(&word.to_le_bytes());
+        out.truncate(len + 1 + n);
+        return;
+    }
+    if n < 32 {
+        out.push(0xa0 | n as u8);
     } else {
-        write_str_len(out, s.len());
+        write_str_len(out, n);
     }
     out.extend_from_slice(s);
 }

@@ -73,7 +73,21 @@ mod tests {
     #[test]
     fn push_str_appends_exactly_the_string() {
         for room in [0usize, 7, 8, 64] {
-            for s in ["", "a", "é", "ab", "d0", "abc", "€", "abcd", "p1023", "value_3", "12345678", "123456789", "ünïcödé"] {
+            for s in [
+                "",
+                "a",
+                "é",
+                "ab",
+                "d0",
+                "abc",
+                "€",
+                "abcd",
+                "p1023",
+                "value_3",
+                "12345678",
+                "123456789",
+                "ünïcödé",
+            ] {
                 let mut text = String::with_capacity(2 + room);
                 text.push_str("xy");
                 let cap = text.capacity();
