@@ -1273,8 +1273,11 @@ impl OwnedSink<'_, '_> {
             // A continuation byte cannot start a valid string.
             self.utf8_ok &= (first & 0xc0) != 0x80;
         }
-        let start = self.target.text.len();
-        self.target.text.extend_from_slice(s);
+        let text = &mut self.target.text;
+        let start = text.len();
+        if !crate::key::append_short(text, s) {
+            text.extend_from_slice(s);
+        }
         start
     }
 

@@ -42,26 +42,20 @@ pub(crate) fn string_from(bytes: Vec<u8>) -> Result<String, FromUtf8Error> {
     }
 }
 
-/// Appends `s` to `text`. Up to 8 bytes, when `text` has room for 8 more,
-/// this is one fixed-size 8-byte copy and a cut instead of a call to
-/// `memcpy` (which costs more than the copy for the 2-to-8-byte names and
-/// values frames are made of).
+/// Appends `s` to `text`: up to 8 bytes with [`append_short`]'s fixed-size
+/// write instead of a call to `memcpy`.
+///
+/// [`append_short`]: crate::key::append_short
 #[inline(always)]
 #[allow(unsafe_code)]
 pub(crate) fn push_str(text: &mut String, s: &str) {
-    let n = s.len();
-    if n <= 8 && text.capacity() - text.len() >= 8 {
-        // The bytes of `s`, then zero bytes.
-        let word = crate::key::le_value(s.as_bytes()).to_le_bytes();
-        let len = text.len();
-        // SAFETY: `word` is `s` (valid UTF-8) followed by NUL bytes (ASCII),
-        // so appending it keeps `text` valid UTF-8, and cutting right after
-        // `s` cuts at a char boundary. There is room for the 8 bytes, so the
-        // append cannot reallocate or panic between the two steps.
-        let bytes = unsafe { text.as_mut_vec() };
-        bytes.extend_from_slice(&word);
-        bytes.truncate(len + n);
-    } else {
+    // SAFETY: `append_short` either appends nothing or appends exactly the
+    // bytes of `s` (the zero bytes it writes past them are cut off before it
+    // returns, and nothing can observe them in between: the 8 bytes fit the
+    // capacity, so nothing reallocates or panics). Appending a whole `&str`
+    // keeps a `String` valid UTF-8.
+    let appended = crate::key::append_short(unsafe { text.as_mut_vec() }, s.as_bytes());
+    if !appended {
         text.push_str(s);
     }
 }
