@@ -39,7 +39,7 @@
 //! in `docs/architecture.md`.
 
 // `unsafe` only where a comment proves it sound and a benchmark shows the
-// gain: the two ASCII conversions in `utf8`.
+// gain: the three small blocks of the `utf8` module (docs/architecture.md).
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![doc(test(attr(deny(warnings))))]
