@@ -8,16 +8,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use messageframe_fuzz::checks::TARGETS;
 use messageframe_fuzz::gen;
-
-const TARGETS: [&str; 6] = [
-    "decode",
-    "decode_into",
-    "view",
-    "header_peek",
-    "stream",
-    "roundtrip",
-];
 
 fn files(dir: &Path, ext: Option<&str>) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();

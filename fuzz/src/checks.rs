@@ -19,6 +19,17 @@ use messageframe::{
     Bytes, DecodeError, Decoder, ErrorKind, Frame, FrameView, Header, Limits, ValueRef,
 };
 
+/// The fuzz targets, one per check below; each has a corpus directory
+/// `fuzz/corpus/<target>`.
+pub const TARGETS: [&str; 6] = [
+    "decode",
+    "decode_into",
+    "view",
+    "header_peek",
+    "stream",
+    "roundtrip",
+];
+
 /// Limits small enough that fuzz inputs reach every limit check.
 pub const TIGHT: Limits = Limits {
     max_frame_bytes: 512,

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use messageframe::{Frame, FrameView, Header};
-use messageframe_bench::backends::mf_value;
-use messageframe_bench::scenario::{Inputs, Scenario, ATTACHMENT_NAME, SCENARIOS};
+use messageframe_bench::backends::mf_fill;
+use messageframe_bench::scenario::{Inputs, Scenario, SCENARIOS};
 
 fn cases() -> Vec<(&'static str, Scenario)> {
     let pick = |params: usize, attachment: bool| {
@@ -27,17 +27,7 @@ fn cases() -> Vec<(&'static str, Scenario)> {
 
 fn fill(frame: &mut Frame, inputs: &Inputs) {
     frame.clear();
-    for ((d, p), v) in inputs
-        .devices
-        .iter()
-        .zip(&inputs.params)
-        .zip(&inputs.values)
-    {
-        frame.add(d, p, mf_value(v));
-    }
-    if let Some(a) = &inputs.attachment {
-        frame.add_attachment_copy(ATTACHMENT_NAME, a);
-    }
+    mf_fill(frame, inputs);
 }
 
 fn core(c: &mut Criterion) {

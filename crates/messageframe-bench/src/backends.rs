@@ -204,16 +204,23 @@ impl Mf {
     }
 }
 
+/// Adds the scenario's parameters and, if any, its attachment to `frame`.
+/// The inputs keep their data, so the frame gets its own copy of the
+/// attachment (as prost's message does), made into a buffer a cleared
+/// frame kept. Shared by the harness and the criterion benches.
+#[inline]
+pub fn mf_fill(frame: &mut Frame, inputs: &Inputs) {
+    mf_fill_params(frame, inputs);
+    if let Some(a) = &inputs.attachment {
+        frame.add_attachment_copy(ATTACHMENT_NAME, a);
+    }
+}
+
 #[inline]
 fn mf_add_reused(frame: &mut Frame, inputs: &Inputs, iteration: u64) {
     frame.clear();
     frame.header_mut().set_counter(iteration);
-    mf_fill_params(frame, inputs);
-    if let Some(a) = &inputs.attachment {
-        // The inputs keep their data, so the frame gets its own copy (as
-        // prost's message does), made into the buffer the cleared frame kept.
-        frame.add_attachment_copy(ATTACHMENT_NAME, a);
-    }
+    mf_fill(frame, inputs);
 }
 
 impl Backend for Mf {
@@ -311,10 +318,7 @@ impl Backend for MfFresh {
     fn add(&mut self, inputs: &Inputs, iteration: u64) {
         let mut frame = new_frame(inputs.hint);
         frame.header_mut().set_counter(iteration);
-        mf_fill_params(&mut frame, inputs);
-        if let Some(a) = &inputs.attachment {
-            frame.add_attachment_copy(ATTACHMENT_NAME, a);
-        }
+        mf_fill(&mut frame, inputs);
         self.frame = Some(frame);
     }
 

@@ -201,7 +201,7 @@ impl Decoder {
     /// Decodes exactly one frame (trailing bytes are an error) into a new
     /// [`Frame`].
     pub fn decode(&self, bytes: &[u8]) -> Result<Frame, DecodeError> {
-        let mut frame = Frame::new(Header::from_fields(0, 0, 0, 0, 0, 0, 0, 0));
+        let mut frame = Frame::blank();
         self.decode_into(&mut frame, bytes)?;
         Ok(frame)
     }
@@ -324,6 +324,9 @@ pub(crate) struct Reader<'a> {
     /// a limit error, past this a truncation.
     input_len: usize,
     max_str: usize,
+    /// Longest key the fast path takes (`max_key_len`, within `max_str`);
+    /// longer ones go the general way, which reports the limit.
+    max_key: usize,
 }
 
 impl std::fmt::Debug for Reader<'_> {
@@ -439,6 +442,7 @@ impl<'a> Reader<'a> {
             pos: 0,
             input_len: buf.len(),
             max_str: limits.max_string_len,
+            max_key: limits.max_key_len.min(limits.max_string_len),
         }
     }
 
@@ -449,6 +453,7 @@ impl<'a> Reader<'a> {
             pos,
             input_len: buf.len(),
             max_str: usize::MAX,
+            max_key: usize::MAX,
         }
     }
 
@@ -732,10 +737,10 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads one parameter (`key`, `[tag, value]`) in the forms encoders
-    /// write: fixstr key, fixarray(2), fixint tag, and a value in a common
-    /// encoding. Returns `None`, consuming nothing, for anything else, which
-    /// the general readers then handle (with exact errors). No `Result`
-    /// plumbing: this is the decoders' hot path.
+    /// write: fixstr key within the key limit, fixarray(2), fixint tag, and
+    /// a value in a common encoding. Returns `None`, consuming nothing, for
+    /// anything else, which the general readers then handle (with exact
+    /// errors). No `Result` plumbing: this is the decoders' hot path.
     #[inline(always)]
     pub(crate) fn fast_param(&mut self) -> Option<(&'a [u8], WireValue<'a>)> {
         let d = self.data;
@@ -746,10 +751,10 @@ impl<'a> Reader<'a> {
         }
         let klen = usize::from(m & 0x1f);
         let key = d.get(p + 1..p + 1 + klen)?;
-        let (value, end) = fast_value(d, p + 1 + klen, self.max_str)?;
-        if klen > self.max_str {
+        if klen > self.max_key {
             return None;
         }
+        let (value, end) = fast_value(d, p + 1 + klen, self.max_str)?;
         self.pos = end;
         Some((key, value))
     }
@@ -1009,7 +1014,7 @@ pub(crate) trait Sink<'a> {
     /// `max_params`).
     fn begin_params(&mut self, count: usize) -> Result<(), Limit>;
     /// One parameter.
-    fn param(&mut self, key: &'a [u8], value: WireValue<'a>, strict: bool) -> Result<(), Refusal>;
+    fn param(&mut self, key: &'a [u8], value: WireValue<'a>) -> Result<(), Refusal>;
     /// `count` attachments follow (already checked against the input size
     /// and `max_attachments`).
     fn begin_attachments(&mut self, count: usize) -> Result<(), Limit>;
@@ -1067,7 +1072,8 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
     for i in 0..count {
         let key_at = r.pos();
         let (key, value, value_at) = match r.fast_param() {
-            // A fast-path key is a fixstr: one header byte.
+            // A fast-path key is a fixstr (one header byte) within the key
+            // limit.
             Some((key, value)) => (key, value, key_at + 1 + key.len()),
             None => {
                 let key = r.str_bytes().map_err(|e| e.with_context(Context::Key(i)))?;
@@ -1085,14 +1091,7 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
                 (key, value, value_at)
             }
         };
-        if key.len() > limits.max_key_len {
-            return Err(DecodeError::new(
-                ErrorKind::LimitExceeded(Limit::KeyLen),
-                key_at,
-                Context::Key(i),
-            ));
-        }
-        if let Err(refusal) = sink.param(key, value, dec.strict) {
+        if let Err(refusal) = sink.param(key, value) {
             let (kind, at, context) = match refusal {
                 Refusal::Duplicate => (ErrorKind::DuplicateKey, key_at, Context::Key(i)),
                 Refusal::Limit(l) => (ErrorKind::LimitExceeded(l), key_at, Context::Key(i)),
@@ -1191,12 +1190,6 @@ impl CheckSink<'_> {
     }
 }
 
-#[inline]
-fn utf8_ok(bytes: &[u8]) -> bool {
-    // ASCII is the common case and needs no decoding of sequences.
-    crate::key::is_ascii(bytes) || std::str::from_utf8(bytes).is_ok()
-}
-
 fn split_key(key: &[u8]) -> (&[u8], &[u8]) {
     match crate::key::find_separator(key) {
         Some(i) => (&key[..i], &key[i + 1..]),
@@ -1216,12 +1209,12 @@ impl<'a> Sink<'a> for CheckSink<'a> {
     }
 
     #[inline]
-    fn param(&mut self, key: &'a [u8], value: WireValue<'a>, _strict: bool) -> Result<(), Refusal> {
-        if !utf8_ok(key) {
+    fn param(&mut self, key: &'a [u8], value: WireValue<'a>) -> Result<(), Refusal> {
+        if !crate::utf8::is_valid(key) {
             return Err(Refusal::Utf8 { in_key: true });
         }
         if let WireValue::Str(s) = value {
-            if !utf8_ok(s) {
+            if !crate::utf8::is_valid(s) {
                 return Err(Refusal::Utf8 { in_key: false });
             }
         }
@@ -1238,7 +1231,7 @@ impl<'a> Sink<'a> for CheckSink<'a> {
     }
 
     fn attachment(&mut self, name: &'a [u8], _data: Range<usize>) -> Result<(), Refusal> {
-        if utf8_ok(name) {
+        if crate::utf8::is_valid(name) {
             Ok(())
         } else {
             Err(Refusal::Utf8 { in_key: false })
@@ -1322,7 +1315,7 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
     }
 
     #[inline]
-    fn param(&mut self, key: &'a [u8], value: WireValue<'a>, _strict: bool) -> Result<(), Refusal> {
+    fn param(&mut self, key: &'a [u8], value: WireValue<'a>) -> Result<(), Refusal> {
         let (text, raw) = match value {
             WireValue::Str(s) => (key.len() + s.len(), 0),
             WireValue::Unknown(_, raw) => (key.len(), 8 + raw.len()),

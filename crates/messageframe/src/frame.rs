@@ -360,26 +360,25 @@ impl Frame {
     /// assert_eq!(frame.find("sdr_1", "rx_gain").unwrap().as_f64(), Some(31.5));
     /// ```
     pub fn set(&mut self, device: &str, param: &str, value: impl ToValueRef) {
-        let value = value.to_value_ref();
-        match self.params.position(device, param, None) {
-            Some(i) => self.params.replace(i, value),
-            None => {
-                self.params.push(device, param, None, value);
-            }
-        }
+        self.upsert(device, param, None, value.to_value_ref());
     }
 
     /// [`set`](Frame::set) with a pre-composed key.
     pub fn set_flat(&mut self, key: &FlatKey, value: impl ToValueRef) {
-        let value = value.to_value_ref();
-        match self
-            .params
-            .position(key.device(), key.param(), Some(key.hash()))
-        {
+        self.upsert(
+            key.device(),
+            key.param(),
+            Some(key.hash()),
+            value.to_value_ref(),
+        );
+    }
+
+    /// `set`, with the key's hash when the caller has it.
+    fn upsert(&mut self, device: &str, param: &str, hash: Option<u64>, value: ValueRef<'_>) {
+        match self.params.position(device, param, hash) {
             Some(i) => self.params.replace(i, value),
             None => {
-                self.params
-                    .push(key.device(), key.param(), Some(key.hash()), value);
+                self.params.push(device, param, hash, value);
             }
         }
     }
@@ -398,24 +397,31 @@ impl Frame {
     /// ```
     #[must_use = "update changes nothing when the key is absent; use set() to insert"]
     pub fn update(&mut self, device: &str, param: &str, value: impl ToValueRef) -> bool {
-        match self.params.position(device, param, None) {
-            Some(i) => {
-                self.params.replace(i, value.to_value_ref());
-                true
-            }
-            None => false,
-        }
+        self.update_at(device, param, None, value.to_value_ref())
     }
 
     /// [`update`](Frame::update) with a pre-composed key.
     #[must_use = "update changes nothing when the key is absent; use set_flat() to insert"]
     pub fn update_flat(&mut self, key: &FlatKey, value: impl ToValueRef) -> bool {
-        match self
-            .params
-            .position(key.device(), key.param(), Some(key.hash()))
-        {
+        self.update_at(
+            key.device(),
+            key.param(),
+            Some(key.hash()),
+            value.to_value_ref(),
+        )
+    }
+
+    /// `update`, with the key's hash when the caller has it.
+    fn update_at(
+        &mut self,
+        device: &str,
+        param: &str,
+        hash: Option<u64>,
+        value: ValueRef<'_>,
+    ) -> bool {
+        match self.params.position(device, param, hash) {
             Some(i) => {
-                self.params.replace(i, value.to_value_ref());
+                self.params.replace(i, value);
                 true
             }
             None => false,
@@ -428,17 +434,21 @@ impl Frame {
     #[inline]
     #[must_use]
     pub fn find(&self, device: &str, param: &str) -> Option<ValueRef<'_>> {
-        self.params
-            .position(device, param, None)
-            .map(|i| self.params.get(i))
+        self.find_at(device, param, None)
     }
 
     /// [`find`](Frame::find) with a pre-composed key: no hashing at all.
     #[inline]
     #[must_use]
     pub fn find_flat(&self, key: &FlatKey) -> Option<ValueRef<'_>> {
+        self.find_at(key.device(), key.param(), Some(key.hash()))
+    }
+
+    /// `find`, with the key's hash when the caller has it.
+    #[inline]
+    fn find_at(&self, device: &str, param: &str, hash: Option<u64>) -> Option<ValueRef<'_>> {
         self.params
-            .position(key.device(), key.param(), Some(key.hash()))
+            .position(device, param, hash)
             .map(|i| self.params.get(i))
     }
 
@@ -605,8 +615,9 @@ impl Frame {
     }
 
     /// Decodes exactly one frame into this one, reusing its capacity: in the
-    /// steady state (same message shapes) this allocates nothing, except the
-    /// copy of attachment data. On error the frame holds no parameters and
+    /// steady state (same message shapes) this allocates nothing, attachment
+    /// copies included (they go into the buffers the frame kept, see
+    /// [`clear`](Frame::clear)). On error the frame holds no parameters and
     /// no attachments, and its header is unchanged.
     ///
     /// ```
@@ -628,9 +639,15 @@ impl Frame {
     /// Decodes one frame from a [`Bytes`] buffer; attachments share the
     /// buffer instead of being copied.
     pub fn decode_shared(bytes: &Bytes) -> Result<Frame, DecodeError> {
-        let mut frame = Frame::default();
+        let mut frame = Frame::blank();
         Decoder::new().decode_shared_into(&mut frame, bytes)?;
         Ok(frame)
+    }
+
+    /// An empty frame for a decode to fill: an all-zero header, since the
+    /// decode replaces it (no clock read, unlike `Frame::default`).
+    pub(crate) fn blank() -> Frame {
+        Frame::new(Header::from_fields(0, 0, 0, 0, 0, 0, 0, 0))
     }
 
     pub(crate) fn params(&self) -> &Params {

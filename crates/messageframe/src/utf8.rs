@@ -29,6 +29,12 @@ pub(crate) fn str_from(bytes: &[u8]) -> Result<&str, Utf8Error> {
     }
 }
 
+/// Whether `bytes` are valid UTF-8.
+#[inline(always)]
+pub(crate) fn is_valid(bytes: &[u8]) -> bool {
+    str_from(bytes).is_ok()
+}
+
 /// `bytes` as a `String` (the same allocation), if they are valid UTF-8.
 #[inline]
 #[allow(unsafe_code)]

@@ -15,9 +15,16 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use common::files_in;
 use messageframe::{Bytes, Decoder, Frame, FrameView, Header, Limits};
+
+// For the list of fuzz targets (and so corpus directories) only.
+#[path = "../../../fuzz/src/checks.rs"]
+#[allow(dead_code)]
+mod checks;
+mod common;
 
 /// Bytes allocated per input byte, at most (docs/security.md derives it).
 const C: usize = 40;
@@ -220,32 +227,13 @@ fn crafted() -> Vec<(String, Vec<u8>)> {
     out
 }
 
-fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let entries =
-        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{} is missing: {e}", dir.display()));
-    let files: Vec<(String, Vec<u8>)> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
-        .collect();
-    assert!(!files.is_empty(), "{} is empty", dir.display());
-    files
-}
-
 /// The committed fuzz corpus of every target, the regressions, the interop
 /// frames and the crafted inputs, each distinct input once.
 fn all_inputs() -> Vec<(String, Vec<u8>)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let fuzz = root.join("../../fuzz");
     let mut inputs = crafted();
-    for target in [
-        "decode",
-        "decode_into",
-        "view",
-        "header_peek",
-        "stream",
-        "roundtrip",
-    ] {
+    for target in checks::TARGETS {
         inputs.extend(files_in(&fuzz.join("corpus").join(target)));
     }
     inputs.extend(files_in(&fuzz.join("regressions")));

@@ -9,44 +9,15 @@
 
 #[path = "../../../fuzz/src/checks.rs"]
 mod checks;
+mod common;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// The fuzz targets, each with its corpus directory.
-const TARGETS: [&str; 6] = [
-    "decode",
-    "decode_into",
-    "view",
-    "header_peek",
-    "stream",
-    "roundtrip",
-];
+use common::files_in;
 
 fn fuzz_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
-}
-
-/// Every file of `dir`, sorted by name; panics if the directory is missing
-/// or holds no file.
-fn inputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let entries = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("corpus directory {} is missing: {e}", dir.display()));
-    let mut files: Vec<(String, Vec<u8>)> = entries
-        .map(|entry| entry.expect("readable directory entry").path())
-        .filter(|path| path.is_file())
-        .map(|path| {
-            let bytes = std::fs::read(&path).expect("readable corpus file");
-            (path.display().to_string(), bytes)
-        })
-        .collect();
-    files.sort();
-    assert!(
-        !files.is_empty(),
-        "corpus directory {} is empty",
-        dir.display()
-    );
-    files
 }
 
 /// Runs `check` on every input, naming the input in the panic message.
@@ -65,8 +36,8 @@ fn replay(files: &[(String, Vec<u8>)], check: fn(&[u8])) {
 
 #[test]
 fn every_fuzz_target_has_a_committed_corpus() {
-    for target in TARGETS {
-        let files = inputs(&fuzz_dir().join("corpus").join(target));
+    for target in checks::TARGETS {
+        let files = files_in(&fuzz_dir().join("corpus").join(target));
         assert!(!files.is_empty(), "{target}");
     }
 }
@@ -77,8 +48,8 @@ fn every_corpus_input_passes_every_fuzz_check() {
     // checks of all six targets.
     let mut seen = HashSet::new();
     let mut distinct = Vec::new();
-    for target in TARGETS {
-        for (name, bytes) in inputs(&fuzz_dir().join("corpus").join(target)) {
+    for target in checks::TARGETS {
+        for (name, bytes) in files_in(&fuzz_dir().join("corpus").join(target)) {
             if seen.insert(bytes.clone()) {
                 distinct.push((name, bytes));
             }
@@ -89,5 +60,8 @@ fn every_corpus_input_passes_every_fuzz_check() {
 
 #[test]
 fn every_regression_input_passes_every_fuzz_check() {
-    replay(&inputs(&fuzz_dir().join("regressions")), checks::check_all);
+    replay(
+        &files_in(&fuzz_dir().join("regressions")),
+        checks::check_all,
+    );
 }

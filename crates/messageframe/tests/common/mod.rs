@@ -1,11 +1,29 @@
 //! Shared test helpers: the interop frames and their JSON descriptions.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use messageframe::{Frame, Header, ValueRef};
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
+
+/// Every file of `dir` as `(path, bytes)`, sorted by path; panics if the
+/// directory is missing or holds no file.
+pub fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{} is missing: {e}", dir.display()));
+    let mut files: Vec<(String, Vec<u8>)> = entries
+        .map(|entry| entry.expect("readable directory entry").path())
+        .filter(|path| path.is_file())
+        .map(|path| {
+            let bytes = std::fs::read(&path).expect("readable file");
+            (path.display().to_string(), bytes)
+        })
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{} is empty", dir.display());
+    files
+}
 
 /// Test data directory (a copy of `shared/interop` and `shared/conformance`).
 pub fn data_dir() -> PathBuf {
