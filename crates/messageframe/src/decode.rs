@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use crate::error::{Context, DecodeError, ErrorKind, Expected, Limit};
 use crate::frame::{Attachments, Frame};
 use crate::header::Header;
+use crate::index::Index;
 use crate::params::{
     grown_capacity, store_unknown, table_bytes_bound, to_u32, DecodeTarget, Entry, Slot,
 };
@@ -276,10 +277,7 @@ impl Decoder {
             // Duplicates are looked for once, with the index lookups build
             // anyway (charged to the budget first).
             let DecodeTarget { table, text, .. } = &sink.target;
-            fine = sink
-                .budget
-                .charge(table_bytes_bound(table.len(), std::mem::size_of::<u32>()))
-                .is_ok()
+            fine = sink.budget.charge(Index::bytes_for(table.len())).is_ok()
                 && table.first_duplicate(text).is_none();
         }
         let kept = sink.target.finish(fine);

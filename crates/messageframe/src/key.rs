@@ -11,25 +11,31 @@ use foldhash::SharedSeed;
 pub const SEPARATOR: char = '\u{1f}';
 pub(crate) const SEPARATOR_BYTE: u8 = 0x1f;
 
+/// The hasher every key hash starts from. The seed is random per process
+/// (crafted keys cannot be precomputed to collide) and fixed within it (a
+/// [`FlatKey`]'s stored hash is valid for every frame).
+#[inline(always)]
+fn hasher() -> foldhash::fast::FoldHasher<'static> {
+    SeedableRandomState::with_seed(0x6d66_7261_6d65, SharedSeed::global_random()).build_hasher()
+}
+
 /// Hashes a key by its two parts, so that a lookup by `(device, param)`
-/// never has to join them first. The seed is random per process (crafted keys
-/// cannot be precomputed to collide) and fixed within it (a [`FlatKey`]'s
-/// stored hash is valid for every frame).
+/// never has to join them in memory first. Keys of up to 16 bytes (most
+/// keys) hash as their [`ComposedKey`]: one 128-bit word, a single folded
+/// multiply.
 #[inline]
 pub(crate) fn hash_parts(device: &[u8], param: &[u8]) -> u64 {
-    let mut h = SeedableRandomState::with_seed(0x6d66_7261_6d65, SharedSeed::global_random())
-        .build_hasher();
-    // Two parts of up to 8 bytes each (most device and parameter names) go
-    // in as one 128-bit word, a single folded multiply; the lengths, hashed
-    // last, keep ("ab", "") and ("a", "b") apart.
-    if device.len() <= 8 && param.len() <= 8 {
-        h.write_u128(u128::from(short_word(device)) | u128::from(short_word(param)) << 64);
-    } else {
-        h.write(device);
-        h.write(param);
+    match ComposedKey::new(device, param) {
+        Some(k) => k.hash(),
+        None => {
+            let mut h = hasher();
+            h.write(device);
+            h.write(param);
+            // The lengths keep ("ab", "c") and ("a", "bc") apart.
+            h.write_u64((device.len() as u64) << 32 | param.len() as u64);
+            h.finish()
+        }
     }
-    h.write_u64((device.len() as u64) << 32 | param.len() as u64);
-    h.finish()
 }
 
 /// A word that, together with the length, identifies a slice of at most 8
@@ -124,37 +130,65 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
-/// A flat key whose parts are at most 8 bytes each, joined once per lookup
-/// into the words that compare it, so that each candidate key is compared
-/// whole in one or two word compares instead of part by part.
+/// A flat key of at most 16 bytes, joined once per lookup into the words
+/// that compare and hash it, so that each candidate key is compared whole in
+/// one or two word compares instead of part by part.
 pub(crate) struct ComposedKey {
     len: usize,
     words: (u64, u64),
 }
 
+/// A slice of at most 16 bytes as the little-endian integer it spells, from
+/// at most two 8-byte loads (which overlap below 16 bytes).
+#[inline(always)]
+fn le_value16(b: &[u8]) -> u128 {
+    let n = b.len();
+    debug_assert!(n <= 16);
+    if n <= 8 {
+        u128::from(le_value(b))
+    } else {
+        u128::from(word_at(b, 0)) | u128::from(word_at(b, n - 8)) << (8 * (n - 8))
+    }
+}
+
 impl ComposedKey {
-    /// `device`, separator, `param`; `None` if a part is longer than 8
-    /// bytes (such keys take the part-by-part comparison).
+    /// `device`, separator, `param`; `None` if that is longer than 16 bytes
+    /// (such keys take the part-by-part comparison).
     #[inline(always)]
     pub(crate) fn new(device: &[u8], param: &[u8]) -> Option<ComposedKey> {
         let dev_len = device.len();
-        if dev_len > 8 || param.len() > 8 {
+        let len = dev_len.checked_add(1 + param.len())?;
+        if len > 16 {
             return None;
         }
-        let len = dev_len + 1 + param.len();
         // Joined in registers: no copies, and no loads of words that span
-        // the stores of a copy (a store-forwarding stall).
-        let joined = u128::from(le_value(device))
-            | u128::from(SEPARATOR_BYTE) << (8 * dev_len)
-            | u128::from(le_value(param)) << (8 * (dev_len + 1));
+        // the stores of a copy (a store-forwarding stall). The parameter is
+        // shifted in two steps: one shift of 128 (an empty parameter after
+        // a 15-byte device) would overflow.
         let words = if len <= 8 {
-            (short_word_of(joined as u64, len), 0)
-        } else if len <= 16 {
-            (joined as u64, (joined >> (8 * (len - 8))) as u64)
+            // The common case, in 64-bit registers (128-bit variable shifts
+            // cost several instructions each).
+            let joined = le_value(device)
+                | u64::from(SEPARATOR_BYTE) << (8 * dev_len)
+                | (le_value(param) << (8 * dev_len)) << 8;
+            (short_word_of(joined, len), 0)
         } else {
-            return None;
+            let joined = le_value16(device)
+                | u128::from(SEPARATOR_BYTE) << (8 * dev_len)
+                | (le_value16(param) << (8 * dev_len)) << 8;
+            (joined as u64, (joined >> (8 * (len - 8))) as u64)
         };
         Some(ComposedKey { len, words })
+    }
+
+    /// The key's hash (see [`hash_parts`]). The words and the length
+    /// identify the joined bytes.
+    #[inline(always)]
+    pub(crate) fn hash(&self) -> u64 {
+        let mut h = hasher();
+        h.write_u128(u128::from(self.words.0) | u128::from(self.words.1) << 64);
+        h.write_u64(self.len as u64);
+        h.finish()
     }
 
     /// The key's length in bytes (at most 16).
@@ -359,7 +393,7 @@ mod tests {
 
     #[test]
     fn a_composed_key_equals_exactly_its_joined_bytes() {
-        let parts: Vec<Vec<u8>> = (0..=12usize)
+        let parts: Vec<Vec<u8>> = (0..=16usize)
             .map(|n| (0..n).map(|i| b'A' + i as u8).collect())
             .collect();
         for d in &parts {
@@ -368,7 +402,7 @@ mod tests {
                 joined.push(SEPARATOR_BYTE);
                 joined.extend_from_slice(p);
                 let Some(k) = ComposedKey::new(d, p) else {
-                    assert!(d.len() > 8 || p.len() > 8 || joined.len() > 16);
+                    assert!(joined.len() > 16);
                     continue;
                 };
                 assert_eq!(k.len(), joined.len());
@@ -381,12 +415,12 @@ mod tests {
                 }
             }
         }
-        assert!(ComposedKey::new(&[b'd'; 9], b"p").is_none());
-        assert!(ComposedKey::new(b"d", &[b'p'; 9]).is_none());
         assert!(
             ComposedKey::new(&[b'd'; 8], &[b'p'; 8]).is_none(),
             "17 bytes"
         );
+        assert!(ComposedKey::new(&[b'd'; 15], b"").is_some(), "16 bytes");
+        assert!(ComposedKey::new(b"", &[b'p'; 15]).is_some(), "16 bytes");
     }
 
     #[test]

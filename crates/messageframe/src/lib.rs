@@ -49,6 +49,7 @@ mod encode;
 mod error;
 mod frame;
 mod header;
+mod index;
 mod key;
 mod params;
 mod utf8;

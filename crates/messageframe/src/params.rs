@@ -8,13 +8,12 @@
 //!   and insertion order is the entry order at every size, so equal frames
 //!   encode to equal bytes;
 //! - up to [`LINEAR_MAX`] entries a lookup is a linear scan (cheaper than
-//!   hashing); past that an index (hashbrown's `HashTable<u32>`) makes it O(1).
+//!   hashing); past that an index ([`Index`]) makes it O(1).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use hashbrown::HashTable;
-
+use crate::index::Index;
 use crate::key::{bytes_eq, find_separator, hash_parts, ComposedKey};
 use crate::value::{UnknownValue, ValueRef};
 
@@ -83,10 +82,10 @@ pub(crate) struct Params {
 #[derive(Default)]
 pub(crate) struct Table {
     entries: Vec<Entry>,
-    index: OnceLock<HashTable<u32>>,
+    index: OnceLock<Index>,
     /// The index's allocation while no index is built (after `clear`), so
     /// that the next build reuses it. Locked only by that build.
-    spare: Mutex<HashTable<u32>>,
+    spare: Mutex<Index>,
     /// Entries scanned by lookups since the table was last cleared, while
     /// no index is built. Relaxed: it only steers when the index is built.
     scanned: AtomicUsize,
@@ -102,7 +101,7 @@ impl Clone for Table {
         Table {
             entries: self.entries.clone(),
             index: self.index.clone(),
-            spare: Mutex::new(HashTable::new()),
+            spare: Mutex::new(Index::default()),
             scanned: AtomicUsize::new(self.scanned.load(Ordering::Relaxed)),
         }
     }
@@ -196,25 +195,9 @@ fn same_key(text: &[u8], a: &Entry, b: &Entry) -> bool {
 /// Inserts entry `i` into `index` unless an equal key is there already
 /// (first occurrence wins). Returns whether it was inserted.
 #[inline]
-fn index_insert(
-    index: &mut HashTable<u32>,
-    entries: &[Entry],
-    text: &[u8],
-    i: usize,
-    hash: u64,
-) -> bool {
+fn index_insert(index: &mut Index, entries: &[Entry], text: &[u8], i: usize, hash: u64) -> bool {
     let new = &entries[i];
-    match index.entry(
-        hash,
-        |&j| same_key(text, &entries[j as usize], new),
-        |&j| hash_of(text, &entries[j as usize]),
-    ) {
-        hashbrown::hash_table::Entry::Occupied(_) => false,
-        hashbrown::hash_table::Entry::Vacant(v) => {
-            v.insert(i as u32);
-            true
-        }
-    }
+    index.insert_unique(hash, i, |j| same_key(text, &entries[j], new))
 }
 
 impl Table {
@@ -241,17 +224,15 @@ impl Table {
         }
     }
 
-    pub(crate) fn reserve(&mut self, text: &[u8], params: usize) {
+    pub(crate) fn reserve(&mut self, params: usize) {
         self.entries.reserve(params);
         let total = self.entries.len() + params;
         if total > LINEAR_MAX {
-            let entries = &self.entries;
             let index = match self.index.get_mut() {
                 Some(index) => index,
                 None => self.spare.get_mut().unwrap_or_else(PoisonError::into_inner),
             };
-            let extra = total.saturating_sub(index.len());
-            index.reserve(extra, |&i| hash_of(text, &entries[i as usize]));
+            index.reserve(total.saturating_sub(index.len()));
         }
     }
 
@@ -308,7 +289,7 @@ impl Table {
 
     /// The index, built on first use.
     #[inline]
-    fn index(&self, text: &[u8]) -> &HashTable<u32> {
+    fn index(&self, text: &[u8]) -> &Index {
         self.index.get_or_init(|| {
             let mut index =
                 std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
@@ -316,7 +297,7 @@ impl Table {
             // decode into a frame grown by an earlier, larger message must not
             // allocate for that message (see docs/security.md).
             let entries = &self.entries;
-            index.reserve(entries.len(), |&i| hash_of(text, &entries[i as usize]));
+            index.reserve(entries.len());
             for i in 0..entries.len() {
                 index_insert(&mut index, entries, text, i, hash_of(text, &entries[i]));
             }
@@ -324,11 +305,67 @@ impl Table {
         })
     }
 
-    /// Position of the first entry with this key. The hot path (a scan of
-    /// a small table, or a probe of a built index) is small enough to
-    /// inline; deciding whether to scan or build lives in a cold function.
+    /// Position of the first entry with this key. The hot path, a key of at
+    /// most 16 bytes with a device (a [`ComposedKey`]) looked up by a scan
+    /// of a small table or a probe of a built index, is small enough to
+    /// inline; every other key, and deciding whether to scan or build the
+    /// index, live in out-of-line functions.
     #[inline]
     pub(crate) fn position(
+        &self,
+        text: &[u8],
+        device: &[u8],
+        param: &[u8],
+        hash: Option<u64>,
+    ) -> Option<usize> {
+        let q = match ComposedKey::new(device, param) {
+            Some(q) if !device.is_empty() => q,
+            _ => return self.position_general(text, device, param, hash),
+        };
+        if self.entries.len() <= LINEAR_MAX {
+            return self.scan_composed(text, &q, device.len());
+        }
+        match self.index.get() {
+            Some(index) => self.probe_composed(index, text, &q, device.len(), hash),
+            None => self.position_unindexed(text, device, param, hash),
+        }
+    }
+
+    /// Whether entry `e` has the composed key `q` with a `dl`-byte device.
+    /// An entry without separator (`dev_len == NO_SEP`) never matches, as it
+    /// should not: its device is empty, and a composed key's is not.
+    #[inline(always)]
+    fn has_composed(text: &[u8], e: &Entry, q: &ComposedKey, dl: usize) -> bool {
+        e.key_len as usize == q.len() && e.dev_len as usize == dl && q.eq_same_len(key_of(text, e))
+    }
+
+    #[inline(always)]
+    fn scan_composed(&self, text: &[u8], q: &ComposedKey, dl: usize) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|e| Self::has_composed(text, e, q, dl))
+    }
+
+    /// A probe with the key joined once and hashed from the joined words; the
+    /// candidate (almost always the one entry with this key) is compared
+    /// whole, not part by part.
+    #[inline(always)]
+    fn probe_composed(
+        &self,
+        index: &Index,
+        text: &[u8],
+        q: &ComposedKey,
+        dl: usize,
+        hash: Option<u64>,
+    ) -> Option<usize> {
+        let hash = hash.unwrap_or_else(|| q.hash());
+        index.find(hash, |j| Self::has_composed(text, &self.entries[j], q, dl))
+    }
+
+    /// [`position`](Self::position) for keys that do not compose (longer
+    /// than 16 bytes, or with an empty device).
+    #[inline(never)]
+    fn position_general(
         &self,
         text: &[u8],
         device: &[u8],
@@ -344,17 +381,9 @@ impl Table {
         }
     }
 
-    #[inline]
     fn scan(&self, text: &[u8], device: &[u8], param: &[u8]) -> Option<usize> {
         match ComposedKey::new(device, param) {
-            Some(q) if !device.is_empty() => {
-                let dl = device.len();
-                self.entries.iter().position(|e| {
-                    e.dev_len as usize == dl
-                        && e.key_len as usize == q.len()
-                        && q.eq_same_len(key_of(text, e))
-                })
-            }
+            Some(q) if !device.is_empty() => self.scan_composed(text, &q, device.len()),
             _ => self
                 .entries
                 .iter()
@@ -362,21 +391,23 @@ impl Table {
         }
     }
 
-    #[inline]
     fn probe(
         &self,
-        index: &HashTable<u32>,
+        index: &Index,
         text: &[u8],
         device: &[u8],
         param: &[u8],
         hash: Option<u64>,
     ) -> Option<usize> {
-        let hash = hash.unwrap_or_else(|| hash_parts(device, param));
-        index
-            .find(hash, |&j| {
-                has_key(text, &self.entries[j as usize], device, param)
-            })
-            .map(|&j| j as usize)
+        match ComposedKey::new(device, param) {
+            Some(q) if !device.is_empty() => {
+                self.probe_composed(index, text, &q, device.len(), hash)
+            }
+            _ => {
+                let hash = hash.unwrap_or_else(|| hash_parts(device, param));
+                index.find(hash, |j| has_key(text, &self.entries[j], device, param))
+            }
+        }
     }
 
     /// A lookup in a table past [`LINEAR_MAX`] without an index: scan while
@@ -415,10 +446,10 @@ impl Table {
         (0..entries.len()).find(|&i| {
             let (d, p) = parts_of(text, &entries[i]);
             index
-                .find(hash_parts(d, p), |&j| {
-                    same_key(text, &entries[j as usize], &entries[i])
+                .find(hash_parts(d, p), |j| {
+                    same_key(text, &entries[j], &entries[i])
                 })
-                .is_some_and(|&j| j as usize != i)
+                .is_some_and(|j| j != i)
         })
     }
 }
@@ -426,9 +457,9 @@ impl Table {
 impl Params {
     pub(crate) fn with_capacity(params: usize, text_bytes: usize) -> Self {
         let spare = if params > LINEAR_MAX {
-            HashTable::with_capacity(params)
+            Index::with_capacity(params)
         } else {
-            HashTable::new()
+            Index::default()
         };
         Params {
             table: Table {
@@ -445,7 +476,7 @@ impl Params {
 
     pub(crate) fn reserve(&mut self, params: usize, text_bytes: usize) {
         self.text.reserve(text_bytes);
-        self.table.reserve(self.text.as_bytes(), params);
+        self.table.reserve(params);
     }
 
     #[inline]
@@ -772,10 +803,7 @@ mod tests {
         }
         assert!(p.table.index.get().is_none(), "the first lookups scan");
         assert_eq!(p.position("d", "p3", None), Some(3));
-        assert_eq!(
-            p.table.index.get().map(HashTable::len),
-            Some(LINEAR_MAX + 1)
-        );
+        assert_eq!(p.table.index.get().map(Index::len), Some(LINEAR_MAX + 1));
         assert!(
             !p.push("d", "p0", None, ValueRef::Int(1)),
             "an index, once built, reports duplicates"

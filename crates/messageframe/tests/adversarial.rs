@@ -927,4 +927,15 @@ fn lookups_agree_across_key_lengths_separators_and_wire_forms() {
         decoded.find("dev", "pa\u{1f}ram")
     );
     assert!(view.find("dev", "pa\u{1f}ram").is_some());
+    // Every key, by its parts, in three passes: the first lookups scan, the
+    // later ones go through the hash index (built after a few scans).
+    for pass in 0..3 {
+        for (i, k) in keys.iter().enumerate() {
+            let k = std::str::from_utf8(k).unwrap();
+            let (d, p) = k.split_once('\u{1f}').unwrap_or(("", k));
+            let want = Some(ValueRef::Int((i % 100) as i64));
+            assert_eq!(decoded.find(d, p), want, "pass {pass}: ({d:?}, {p:?})");
+            assert_eq!(view.find(d, p), want, "({d:?}, {p:?})");
+        }
+    }
 }

@@ -27,7 +27,7 @@ mod checks;
 mod common;
 
 /// Bytes allocated per input byte, at most (docs/security.md derives it).
-const C: usize = 40;
+const C: usize = 44;
 /// Bytes allocated on top of `C * n`, at most.
 const K: usize = 1024;
 
@@ -176,8 +176,10 @@ fn crafted() -> Vec<(String, Vec<u8>)> {
     // The densest parameters: 4 bytes each (empty key, [tag, nil]) with an
     // unknown tag (raw arena) or Int64 (no payload), map16 and map32.
     // 1025 = 2^10 + 1 parameters make the raw arena's doubling reach its
-    // worst (four times the bytes stored, over all its growth steps); 897 =
-    // 7/8 * 1024 + 1 make hash tables round up to twice the buckets needed.
+    // worst (four times the bytes stored, over all its growth steps) and the
+    // lookup index round up to four slots per entry; 897 = 7/8 * 1024 + 1
+    // make hashbrown's tables (the strict walk's key set) round up to twice
+    // the buckets needed.
     for (count, tag, value) in [
         (1_025u32, 0u8, 0xc0u8),
         (897, 0, 0xc0),
