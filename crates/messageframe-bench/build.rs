@@ -16,6 +16,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_or_else(|| "unknown rustc".to_owned(), |s| s.trim().to_owned());
     println!("cargo:rustc-env=BENCH_RUSTC_VERSION={version}");
     let descriptors = protox::compile(files, ["proto"])?;
+    // The same telemetry schema once more with `bytes::Bytes` for `bytes`
+    // fields (prost's documented option for zero-copy binary fields), for
+    // the shared-attachment comparison.
+    let shared_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("shared");
+    std::fs::create_dir_all(&shared_dir)?;
+    prost_build::Config::new()
+        .bytes(["."])
+        .out_dir(&shared_dir)
+        .compile_fds(protox::compile(["proto/telemetry.proto"], ["proto"])?)?;
     prost_build::Config::new().compile_fds(descriptors)?;
     Ok(())
 }

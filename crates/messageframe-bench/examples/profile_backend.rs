@@ -13,7 +13,8 @@
 use std::hint::black_box;
 
 use messageframe_bench::backends::{
-    Backend, BackendKind, Json, Mf, MfFresh, MfShared, MfView, Prost, RmpHand, RmpvRef, RmpvValue,
+    Backend, BackendKind, Json, Mf, MfFresh, MfShared, MfView, Prost, ProstShared, RmpHand,
+    RmpvRef, RmpvValue,
 };
 use messageframe_bench::scenario::{Inputs, SCENARIOS};
 
@@ -61,6 +62,7 @@ fn main() {
         BackendKind::MfFresh => drive(MfFresh::new(&inputs), &inputs, iterations),
         BackendKind::MfShared => drive(MfShared::new(&inputs), &inputs, iterations),
         BackendKind::Prost => drive(Prost::new(&inputs), &inputs, iterations),
+        BackendKind::ProstShared => drive(ProstShared::new(&inputs), &inputs, iterations),
         BackendKind::Json => drive(Json::new(&inputs), &inputs, iterations),
         BackendKind::RmpvValue => drive(RmpvValue::new(&inputs), &inputs, iterations),
         BackendKind::RmpHand => drive(RmpHand::new(&inputs), &inputs, iterations),

@@ -17,7 +17,7 @@ use messageframe::{Decoder, Frame, FrameConfig, FrameView, Header, ValueRef};
 use prost::Message;
 use rmp::Marker;
 
-use crate::proto::bench::{telemetry_value::V, TelemetryFrame, TelemetryValue};
+use crate::proto::bench::TelemetryFrame;
 use crate::scenario::{
     fp_bool, fp_double, fp_int, fp_str, InputValue, Inputs, Probe, ATTACHMENT_NAME,
 };
@@ -53,6 +53,9 @@ pub enum BackendKind {
     MfShared,
     /// prost with the SPEC schema.
     Prost,
+    /// prost with `bytes::Bytes` for the attachment, shared in and decoded
+    /// from `Bytes` without a copy (attachment scenario).
+    ProstShared,
     /// serde_json, a dynamic `Map`, base64 attachment.
     Json,
     /// rmp writer; rmpv owned `Value` reader.
@@ -65,12 +68,13 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// All backends, in table order.
-    pub const ALL: [BackendKind; 9] = [
+    pub const ALL: [BackendKind; 10] = [
         BackendKind::Mf,
         BackendKind::MfView,
         BackendKind::MfFresh,
         BackendKind::MfShared,
         BackendKind::Prost,
+        BackendKind::ProstShared,
         BackendKind::Json,
         BackendKind::RmpvValue,
         BackendKind::RmpHand,
@@ -86,6 +90,7 @@ impl BackendKind {
             BackendKind::MfFresh => "messageframe-fresh",
             BackendKind::MfShared => "messageframe-shared",
             BackendKind::Prost => "prost",
+            BackendKind::ProstShared => "prost-shared",
             BackendKind::Json => "serde_json",
             BackendKind::RmpvValue => "rmpv-value",
             BackendKind::RmpHand => "rmp-hand-rolled",
@@ -102,6 +107,7 @@ impl BackendKind {
             BackendKind::MfFresh => "messageframe fresh frames",
             BackendKind::MfShared => "messageframe shared attachment",
             BackendKind::Prost => "prost",
+            BackendKind::ProstShared => "prost shared attachment",
             BackendKind::Json => "serde_json",
             BackendKind::RmpvValue => "rmpv Value",
             BackendKind::RmpHand => "rmp hand-rolled",
@@ -406,6 +412,44 @@ impl Backend for MfShared {
     }
 }
 
+/// Fills a generated `TelemetryFrame`'s map from the inputs; a macro because
+/// the two generated modules have distinct (identical) types.
+macro_rules! prost_params {
+    ($pb:path, $msg:expr, $inputs:expr) => {{
+        use $pb as pb;
+        for (key, v) in $inputs.flat.iter().zip(&$inputs.values) {
+            let v = match v {
+                InputValue::Double(x) => pb::telemetry_value::V::D(*x),
+                InputValue::Int(i) => pb::telemetry_value::V::I(*i),
+                InputValue::Bool(b) => pb::telemetry_value::V::B(*b),
+                InputValue::Str(s) => pb::telemetry_value::V::S(s.clone()),
+            };
+            $msg.params
+                .insert(key.clone(), pb::TelemetryValue { v: Some(v) });
+        }
+    }};
+}
+
+/// Reads the last key and the attachment's length back from a decoded
+/// generated `TelemetryFrame`.
+macro_rules! prost_probe {
+    ($pb:path, $msg:expr, $inputs:expr) => {{
+        use $pb as pb;
+        let (_, _, key) = last_key($inputs);
+        let value = match $msg.params.get(key).and_then(|v| v.v.as_ref()) {
+            Some(pb::telemetry_value::V::D(x)) => fp_double(*x),
+            Some(pb::telemetry_value::V::I(i)) => fp_int(*i),
+            Some(pb::telemetry_value::V::B(b)) => fp_bool(*b),
+            Some(pb::telemetry_value::V::S(s)) => fp_str(s),
+            None => 0,
+        };
+        Probe {
+            value,
+            attachment: $msg.attachment.len(),
+        }
+    }};
+}
+
 /// [`BackendKind::Prost`]: a new generated message per iteration, the
 /// standard API (no reuse tricks, as the seed's protobuf side).
 #[derive(Debug)]
@@ -429,16 +473,7 @@ impl Backend for Prost {
     #[inline]
     fn add(&mut self, inputs: &Inputs, _iteration: u64) {
         let mut msg = TelemetryFrame::default();
-        for (key, v) in inputs.flat.iter().zip(&inputs.values) {
-            let v = match v {
-                InputValue::Double(x) => V::D(*x),
-                InputValue::Int(i) => V::I(*i),
-                InputValue::Bool(b) => V::B(*b),
-                InputValue::Str(s) => V::S(s.clone()),
-            };
-            msg.params
-                .insert(key.clone(), TelemetryValue { v: Some(v) });
-        }
+        prost_params!(crate::proto::bench, msg, inputs);
         if let Some(a) = &inputs.attachment {
             msg.attachment = a.clone();
         }
@@ -455,18 +490,68 @@ impl Backend for Prost {
     #[inline]
     fn deserialize(&mut self, inputs: &Inputs) -> Probe {
         let msg = TelemetryFrame::decode(self.buf.as_slice()).expect("valid message");
-        let (_, _, key) = last_key(inputs);
-        let value = match msg.params.get(key).and_then(|v| v.v.as_ref()) {
-            Some(V::D(x)) => fp_double(*x),
-            Some(V::I(i)) => fp_int(*i),
-            Some(V::B(b)) => fp_bool(*b),
-            Some(V::S(s)) => fp_str(s),
-            None => 0,
-        };
-        Probe {
-            value,
-            attachment: msg.attachment.len(),
+        prost_probe!(crate::proto::bench, msg, inputs)
+    }
+
+    fn wire(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+/// [`BackendKind::ProstShared`]: as [`Prost`], with the schema generated with
+/// `bytes::Bytes` for `bytes` fields (`prost_build::Config::bytes`): the
+/// attachment goes in as a `Bytes` clone and, decoded from the receive buffer
+/// turned into `Bytes`, comes out as a slice of it. The buffer is reclaimed
+/// for the next message, as [`MfShared`] does.
+#[derive(Debug)]
+pub struct ProstShared {
+    msg: Option<crate::proto::bench_shared::TelemetryFrame>,
+    buf: Vec<u8>,
+    attachment: Option<Bytes>,
+}
+
+impl ProstShared {
+    /// A backend for these inputs.
+    #[must_use]
+    pub fn new(inputs: &Inputs) -> Self {
+        ProstShared {
+            msg: None,
+            buf: Vec::new(),
+            attachment: inputs.attachment.clone().map(Bytes::from),
         }
+    }
+}
+
+impl Backend for ProstShared {
+    #[inline]
+    fn add(&mut self, inputs: &Inputs, _iteration: u64) {
+        let mut msg = crate::proto::bench_shared::TelemetryFrame::default();
+        prost_params!(crate::proto::bench_shared, msg, inputs);
+        if let Some(a) = &self.attachment {
+            msg.attachment = a.clone();
+        }
+        self.msg = Some(msg);
+    }
+
+    #[inline]
+    fn serialize(&mut self, _inputs: &Inputs) {
+        let msg = self.msg.take().expect("add ran first");
+        self.buf.clear();
+        msg.encode(&mut self.buf).expect("a Vec grows");
+    }
+
+    #[inline]
+    fn deserialize(&mut self, inputs: &Inputs) -> Probe {
+        let bytes = Bytes::from(mem::take(&mut self.buf));
+        let msg = crate::proto::bench_shared::TelemetryFrame::decode(bytes.clone())
+            .expect("valid message");
+        let probe = prost_probe!(crate::proto::bench_shared, msg, inputs);
+        drop(msg);
+        self.buf = match bytes.try_into_mut() {
+            Ok(b) => b.into(),
+            Err(b) => b.to_vec(),
+        };
+        probe
     }
 
     fn wire(&self) -> &[u8] {
@@ -886,6 +971,17 @@ mod tests {
             check(MfFresh::new(&i), &i);
             check(MfShared::new(&i), &i);
             check(Prost::new(&i), &i);
+            check(ProstShared::new(&i), &i);
+            // Same schema, same message: the `Bytes` variant writes the same
+            // message (map order aside, which `HashMap` randomizes).
+            let (mut a, mut b) = (Prost::new(&i), ProstShared::new(&i));
+            a.add(&i, 0);
+            a.serialize(&i);
+            b.add(&i, 0);
+            b.serialize(&i);
+            let decode = |w: &[u8]| TelemetryFrame::decode(w).expect("valid message");
+            assert_eq!(decode(a.wire()), decode(b.wire()), "{}", s.name);
+            assert_eq!(a.wire().len(), b.wire().len(), "{}", s.name);
             check(Json::new(&i), &i);
             check(RmpvValue::new(&i), &i);
             check(RmpHand::new(&i), &i);

@@ -25,6 +25,12 @@ pub mod proto {
     pub mod bench {
         include!(concat!(env!("OUT_DIR"), "/bench.rs"));
     }
+    /// The telemetry schema again, generated with `bytes::Bytes` for the
+    /// `bytes` field (`prost_build::Config::bytes`).
+    #[allow(missing_docs, clippy::all, clippy::pedantic)]
+    pub mod bench_shared {
+        include!(concat!(env!("OUT_DIR"), "/shared/bench.rs"));
+    }
     /// The Order schema of SPEC 5.3.
     #[allow(missing_docs, clippy::all, clippy::pedantic)]
     pub mod lab {

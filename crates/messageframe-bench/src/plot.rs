@@ -8,8 +8,9 @@ use crate::backends::BackendKind;
 use crate::runner::ScenarioResult;
 
 /// Series drawn: (label, from the hint scenario?, backend, colour, width).
-/// messageframe's rows are drawn thicker; the floors in greys.
-const SERIES: [(&str, bool, BackendKind, RGBColor, u32); 9] = [
+/// messageframe's rows are drawn thicker; the floors in greys. The shared
+/// rows run only with the attachment: one point each.
+const SERIES: [(&str, bool, BackendKind, RGBColor, u32); 11] = [
     (
         "messageframe",
         false,
@@ -39,10 +40,24 @@ const SERIES: [(&str, bool, BackendKind, RGBColor, u32); 9] = [
         2,
     ),
     (
+        "messageframe, attachment shared (1 MiB only)",
+        false,
+        BackendKind::MfShared,
+        RGBColor(0, 60, 140),
+        3,
+    ),
+    (
         "prost",
         false,
         BackendKind::Prost,
         RGBColor(255, 127, 14),
+        2,
+    ),
+    (
+        "prost, attachment shared (1 MiB only)",
+        false,
+        BackendKind::ProstShared,
+        RGBColor(180, 80, 0),
         2,
     ),
     (

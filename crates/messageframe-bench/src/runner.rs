@@ -18,7 +18,8 @@ use serde::Serialize;
 
 use crate::alloc::{self, AllocCount};
 use crate::backends::{
-    Backend, BackendKind, Json, Mf, MfFresh, MfShared, MfView, Prost, RmpHand, RmpvRef, RmpvValue,
+    Backend, BackendKind, Json, Mf, MfFresh, MfShared, MfView, Prost, ProstShared, RmpHand,
+    RmpvRef, RmpvValue,
 };
 use crate::order::{OrderBackend, OrderCase};
 use crate::scenario::{Inputs, Scenario};
@@ -117,7 +118,7 @@ pub fn backends_for(s: &Scenario) -> Vec<BackendKind> {
         .iter()
         .copied()
         .filter(|k| match k {
-            BackendKind::MfShared => s.attachment > 0,
+            BackendKind::MfShared | BackendKind::ProstShared => s.attachment > 0,
             k if s.hint.is_some() => k.is_messageframe(),
             _ => true,
         })
@@ -243,6 +244,7 @@ macro_rules! dispatch {
             BackendKind::MfFresh => $f(MfFresh::new($inputs), $($arg),*),
             BackendKind::MfShared => $f(MfShared::new($inputs), $($arg),*),
             BackendKind::Prost => $f(Prost::new($inputs), $($arg),*),
+            BackendKind::ProstShared => $f(ProstShared::new($inputs), $($arg),*),
             BackendKind::Json => $f(Json::new($inputs), $($arg),*),
             BackendKind::RmpvValue => $f(RmpvValue::new($inputs), $($arg),*),
             BackendKind::RmpHand => $f(RmpHand::new($inputs), $($arg),*),
