@@ -128,7 +128,10 @@ fn quick_runs_produce_complete_sane_results() {
     let get = |k: BackendKind| s.backend(k).expect("ran");
     for k in [BackendKind::MfShared, BackendKind::ProstShared] {
         let a = &get(k).allocs;
-        assert!(a.add.bytes < 4096.0 && a.deserialize.bytes < 4096.0, "{k:?}: {a:?}");
+        assert!(
+            a.add.bytes < 4096.0 && a.deserialize.bytes < 4096.0,
+            "{k:?}: {a:?}"
+        );
     }
     assert!(get(BackendKind::Prost).allocs.deserialize.bytes > 1e6);
     let md = att.markdown();
