@@ -237,13 +237,13 @@ fn zero_bytes(w: u64) -> u64 {
 /// Position of the first separator in a key, eight bytes at a time.
 #[inline(always)]
 pub(crate) fn find_separator(key: &[u8]) -> Option<usize> {
+    let seps = ONES * u64::from(SEPARATOR_BYTE);
     let n = key.len();
     if (4..8).contains(&n) {
         // Two overlapping four-byte words cover the key: the first word's
         // match wins, else the second's.
-        let sep = ONES * u64::from(SEPARATOR_BYTE);
         let lo = u64::from(u32::from_le_bytes([key[0], key[1], key[2], key[3]])) | !0 << 32;
-        let z = zero_bytes(lo ^ sep);
+        let z = zero_bytes(lo ^ seps);
         if z != 0 {
             return Some((z.trailing_zeros() / 8) as usize);
         }
@@ -253,22 +253,30 @@ pub(crate) fn find_separator(key: &[u8]) -> Option<usize> {
             key[n - 2],
             key[n - 1],
         ])) | !0 << 32;
-        let z = zero_bytes(hi ^ sep);
+        let z = zero_bytes(hi ^ seps);
         return (z != 0).then(|| n - 4 + (z.trailing_zeros() / 8) as usize);
     }
+    if n < 4 {
+        // The key in one zero-padded word: a padding byte XOR the separator
+        // is not zero, so only the key's own bytes can match.
+        let z = zero_bytes(le_value(key) ^ seps);
+        return (z != 0).then(|| (z.trailing_zeros() / 8) as usize);
+    }
     let mut i = 0;
-    while i + 8 <= key.len() {
-        let w = word_at(key, i) ^ (ONES * u64::from(SEPARATOR_BYTE));
-        let zero = zero_bytes(w);
+    while i + 8 <= n {
+        let zero = zero_bytes(word_at(key, i) ^ seps);
         if zero != 0 {
             return Some(i + (zero.trailing_zeros() / 8) as usize);
         }
         i += 8;
     }
-    key[i..]
-        .iter()
-        .position(|&b| b == SEPARATOR_BYTE)
-        .map(|p| i + p)
+    if i == n {
+        return None;
+    }
+    // The last word overlaps bytes already searched, which hold no
+    // separator: the first match in it is the first in the key.
+    let zero = zero_bytes(word_at(key, n - 8) ^ seps);
+    (zero != 0).then(|| n - 8 + (zero.trailing_zeros() / 8) as usize)
 }
 
 /// Splits a flat key at its first separator. A key without one decodes as

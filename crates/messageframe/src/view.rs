@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use crate::decode::{read_value, walk, CheckSink, Decoder, Layout, Reader};
+use crate::decode::{
+    fast_value, read_value, walk, CheckSink, Decoder, Layout, Reader, WireValue, KEYS_RECORDED,
+};
 use crate::error::{Context, DecodeError, ErrorKind};
 use crate::frame::{Frame, FrameConfig};
 use crate::header::Header;
@@ -66,7 +68,7 @@ impl Decoder {
         let mut sink = CheckSink::new(self);
         let (header, layout) = walk(self, bytes, &mut sink)?;
         Ok(FrameView {
-            bytes: &bytes[..layout.end],
+            bytes: &bytes[..layout.end()],
             header,
             layout,
         })
@@ -89,6 +91,44 @@ fn key_matches(key: &[u8], device: &str, param: &str) -> bool {
     d.is_empty() && key == p && !p.contains(&SEPARATOR_BYTE)
 }
 
+/// The value of the `[tag, value]` pair at `at` of validated bytes.
+#[inline(always)]
+fn value_at(bytes: &[u8], at: usize) -> Option<ValueRef<'_>> {
+    match fast_value(bytes, at, usize::MAX) {
+        Some((WireValue::Int(v), _)) => Some(ValueRef::Int(v)),
+        Some((WireValue::Double(v), _)) => Some(ValueRef::Double(v)),
+        Some((WireValue::Bool(v), _)) => Some(ValueRef::Bool(v)),
+        Some((WireValue::Str(b), _)) => crate::utf8::str_from(b).ok().map(ValueRef::String),
+        _ => read_value(&mut Reader::validated(bytes, at)).ok(),
+    }
+}
+
+/// Where the key at `at` of validated bytes ends.
+#[inline]
+fn skip_key_at(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut r = Reader::validated(bytes, at);
+    r.str_bytes().ok()?;
+    Some(r.pos())
+}
+
+/// Where the `[tag, value]` pair at `at` of validated bytes ends: the forms
+/// encoders write (fixarray(2), fixint tag, a scalar or short string) here,
+/// anything else through the general skip.
+#[inline(always)]
+fn skip_pair_at(bytes: &[u8], at: usize) -> Option<usize> {
+    if let Some(&[0x92, tag, m]) = bytes.get(at..at + 3) {
+        if tag < 0x80 {
+            let size = crate::decode::scalar_size(m);
+            if size > 0 && at + 2 + size <= bytes.len() {
+                return Some(at + 2 + size);
+            }
+        }
+    }
+    let mut r = Reader::validated(bytes, at);
+    r.skip().ok()?;
+    Some(r.pos())
+}
+
 impl<'a> FrameView<'a> {
     /// Validates exactly one frame with the default [`Decoder`].
     #[inline]
@@ -105,13 +145,13 @@ impl<'a> FrameView<'a> {
     /// Number of parameters.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.layout.params
+        self.layout.params()
     }
 
     /// Whether the frame has no parameters.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.layout.params == 0
+        self.layout.params() == 0
     }
 
     /// The frame's bytes (exactly the bytes it was validated from).
@@ -138,41 +178,69 @@ impl<'a> FrameView<'a> {
         let d = device.as_bytes();
         let composed = match ComposedKey::new(d, param.as_bytes()) {
             Some(k) if !d.is_empty() && find_separator(d).is_none() => k,
-            _ => return self.find_general(device, param),
+            _ => {
+                return self.find_general(
+                    self.layout.params_at(),
+                    self.layout.params(),
+                    device,
+                    param,
+                )
+            }
         };
         // The key is a fixstr: one marker byte that says "string of exactly
         // this length" rules out most other keys without looking at their
-        // bytes. Keys in other forms (a non-minimal str8, say) take the
-        // general comparison.
-        let klen = composed.len();
-        let marker = 0xa0 | klen as u8;
+        // bytes. The first keys' offsets were recorded by the walk, so they
+        // are read independently of one another; past them the scan steps
+        // from pair to pair. Both loops work on offsets into the validated
+        // bytes, not through a `Reader`.
+        let marker = 0xa0 | composed.len() as u8;
         let bytes = self.bytes;
-        let mut r = self.reader_at(self.layout.params_at);
-        for _ in 0..self.layout.params {
-            let at = r.pos();
-            let m = *bytes.get(at)?;
-            let found = if m == marker {
-                let key = bytes.get(at + 1..at + 1 + klen)?;
-                r.advance(1 + klen);
-                composed.eq_same_len(key)
-            } else if m & 0xe0 == 0xa0 {
-                r.advance(1 + usize::from(m & 0x1f));
-                false
-            } else {
-                key_matches(r.str_bytes().ok()?, device, param)
-            };
-            if found {
-                return read_value(&mut r).ok();
+        let count = self.layout.params();
+        let recorded = &self.layout.first_keys[..count.min(KEYS_RECORDED)];
+        for (i, &at) in recorded.iter().enumerate() {
+            let p = at as usize;
+            let m = *bytes.get(p)?;
+            if m == marker {
+                let v = p + 1 + composed.len();
+                if composed.eq_same_len(bytes.get(p + 1..v)?) {
+                    return value_at(bytes, v);
+                }
+            } else if m & 0xe0 != 0xa0 {
+                // A key in a wider string form (a non-minimal str8, say):
+                // the general comparison from here on.
+                return self.find_general(p, count - i, device, param);
             }
-            r.skip_pair().ok()?;
+        }
+        let Some(&last) = recorded.last().filter(|_| count > KEYS_RECORDED) else {
+            return None;
+        };
+        let mut p = skip_pair_at(bytes, skip_key_at(bytes, last as usize)?)?;
+        for i in KEYS_RECORDED..count {
+            let m = *bytes.get(p)?;
+            if m & 0xe0 != 0xa0 {
+                return self.find_general(p, count - i, device, param);
+            }
+            let v = p + 1 + usize::from(m & 0x1f);
+            if m == marker && composed.eq_same_len(bytes.get(p + 1..v)?) {
+                return value_at(bytes, v);
+            }
+            p = skip_pair_at(bytes, v)?;
         }
         None
     }
 
-    /// [`find`](FrameView::find) for any key: every key read and split.
-    fn find_general(&self, device: &str, param: &str) -> Option<ValueRef<'a>> {
-        let mut r = self.reader_at(self.layout.params_at);
-        for _ in 0..self.layout.params {
+    /// [`find`](FrameView::find) for any key, over the `count` parameters
+    /// from byte `at`: every key read and split.
+    #[cold]
+    fn find_general(
+        &self,
+        at: usize,
+        count: usize,
+        device: &str,
+        param: &str,
+    ) -> Option<ValueRef<'a>> {
+        let mut r = self.reader_at(at);
+        for _ in 0..count {
             let key = r.str_bytes().ok()?;
             if key_matches(key, device, param) {
                 return read_value(&mut r).ok();
@@ -198,8 +266,8 @@ impl<'a> FrameView<'a> {
     /// from the input.
     pub fn iter(&self) -> ViewParams<'a> {
         ViewParams {
-            reader: self.reader_at(self.layout.params_at),
-            remaining: self.layout.params,
+            reader: self.reader_at(self.layout.params_at()),
+            remaining: self.layout.params(),
         }
     }
 
@@ -207,8 +275,8 @@ impl<'a> FrameView<'a> {
     /// input.
     pub fn attachments(&self) -> ViewAttachments<'a> {
         ViewAttachments {
-            reader: self.reader_at(self.layout.attachments_at),
-            remaining: self.layout.attachments,
+            reader: self.reader_at(self.layout.attachments_at()),
+            remaining: self.layout.attachments(),
         }
     }
 
@@ -221,7 +289,7 @@ impl<'a> FrameView<'a> {
     /// Number of attachments.
     #[must_use]
     pub fn attachment_count(&self) -> usize {
-        self.layout.attachments
+        self.layout.attachments()
     }
 
     /// Copies the view into an owned [`Frame`], the same frame an owned
@@ -233,8 +301,8 @@ impl<'a> FrameView<'a> {
             .text_bytes(0)
             .attachments(self.attachment_count());
         let mut frame = Frame::with_config(self.header, config);
-        let mut r = self.reader_at(self.layout.params_at);
-        for _ in 0..self.layout.params {
+        let mut r = self.reader_at(self.layout.params_at());
+        for _ in 0..self.layout.params() {
             // The frame was validated when the view was made, so these reads
             // succeed; should one fail anyway, the copy ends.
             let Ok(key) = r.str() else { break };

@@ -8,7 +8,7 @@
 //! the parameter map at offset 10, then the attachment array.
 
 use messageframe::{
-    Bytes, Context, Decoder, ErrorKind, Frame, FrameView, Header, Limit, Limits, ValueRef,
+    Bytes, Context, Decoder, ErrorKind, Frame, FrameView, Header, Limit, Limits, Value, ValueRef,
 };
 
 /// The header array with all eight fields 0: `0x98` and eight fixints.
@@ -936,6 +936,68 @@ fn lookups_agree_across_key_lengths_separators_and_wire_forms() {
             let want = Some(ValueRef::Int((i % 100) as i64));
             assert_eq!(decoded.find(d, p), want, "pass {pass}: ({d:?}, {p:?})");
             assert_eq!(view.find(d, p), want, "({d:?}, {p:?})");
+        }
+    }
+}
+
+#[test]
+fn view_lookups_agree_around_the_recorded_keys_with_wide_key_forms() {
+    // The view reads the first keys at offsets the walk recorded and steps
+    // from pair to pair after them; keys written as str8 (wider than needed)
+    // fall back to the general comparison wherever they are. Frames around
+    // the number of recorded keys, every key looked up, plus absent ones.
+    for n in [1usize, 2, 7, 8, 9, 10, 17] {
+        for wide_every in [0usize, 1, 3] {
+            let mut bytes = vec![0x93];
+            bytes.extend_from_slice(&HEADER);
+            bytes.push(0xde);
+            bytes.extend_from_slice(&(n as u16).to_be_bytes());
+            let keys: Vec<String> = (0..n).map(|i| format!("d{}\u{1f}p{i}", i % 3)).collect();
+            for (i, k) in keys.iter().enumerate() {
+                if wide_every > 0 && i % wide_every == wide_every - 1 {
+                    bytes.extend_from_slice(&[0xd9, k.len() as u8]);
+                } else {
+                    bytes.push(0xa0 | k.len() as u8);
+                }
+                bytes.extend_from_slice(k.as_bytes());
+                // Values of several sizes, so that pairs differ in length.
+                match i % 3 {
+                    0 => bytes.extend_from_slice(&[0x92, 10, i as u8]),
+                    1 => {
+                        bytes.extend_from_slice(&[0x92, 20, 0xcb]);
+                        bytes.extend_from_slice(&(i as f64 + 0.5).to_bits().to_be_bytes());
+                    }
+                    _ => {
+                        let v = format!("value_{i}");
+                        bytes.extend_from_slice(&[0x92, 30, 0xa0 | v.len() as u8]);
+                        bytes.extend_from_slice(v.as_bytes());
+                    }
+                }
+            }
+            bytes.push(0x90);
+            let view = FrameView::new(&bytes).unwrap();
+            let frame = decode_everywhere(&bytes);
+            for (i, k) in keys.iter().enumerate() {
+                let (d, p) = k.split_once('\u{1f}').unwrap();
+                let want = frame.find(d, p);
+                assert!(want.is_some(), "n {n}, wide {wide_every}: {k:?}");
+                assert_eq!(view.find(d, p), want, "n {n}, wide {wide_every}: {k:?}");
+                let expected = match i % 3 {
+                    0 => Value::Int(i as i64),
+                    1 => Value::Double(i as f64 + 0.5),
+                    _ => Value::String(format!("value_{i}")),
+                };
+                assert_eq!(want.map(|v| v.to_value()), Some(expected));
+            }
+            for (d, p) in [
+                ("d0", "p999"),
+                ("d9", "p0"),
+                ("d0", "p"),
+                ("d", "0\u{1f}p0"),
+            ] {
+                assert_eq!(view.find(d, p), None, "n {n}: ({d:?}, {p:?})");
+                assert_eq!(frame.find(d, p), None, "n {n}: ({d:?}, {p:?})");
+            }
         }
     }
 }
