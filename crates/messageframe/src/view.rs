@@ -211,9 +211,7 @@ impl<'a> FrameView<'a> {
                 return self.find_general(p, count - i, device, param);
             }
         }
-        let Some(&last) = recorded.last().filter(|_| count > KEYS_RECORDED) else {
-            return None;
-        };
+        let &last = recorded.last().filter(|_| count > KEYS_RECORDED)?;
         let mut p = skip_pair_at(bytes, skip_key_at(bytes, last as usize)?)?;
         for i in KEYS_RECORDED..count {
             let m = *bytes.get(p)?;
