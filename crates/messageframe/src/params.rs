@@ -270,14 +270,22 @@ impl Table {
         self.entries.push(entry);
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push(&mut self, text: &[u8], entry: Entry, hash: Option<u64>) -> bool {
         let i = self.entries.len();
         self.entries.push(entry);
-        if i < LINEAR_MAX {
-            // Too few entries for an index to exist.
+        if i < LINEAR_MAX || self.index.get().is_none() {
+            // No index to keep up to date (too few entries for one to
+            // exist, or no lookups yet).
             return true;
         }
+        self.push_indexed(text, i, hash)
+    }
+
+    /// Adds entry `i` to the built index.
+    #[inline(never)]
+    fn push_indexed(&mut self, text: &[u8], i: usize, hash: Option<u64>) -> bool {
+        let entry = self.entries[i];
         match self.index.get_mut() {
             None => true,
             Some(index) => {
