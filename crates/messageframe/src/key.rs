@@ -67,12 +67,15 @@ pub(crate) fn le_value(b: &[u8]) -> u64 {
         let hi = u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]);
         // The two words overlap below 8 bytes; overlapping bytes agree.
         u64::from(lo) | u64::from(hi) << (8 * (n - 4))
-    } else if n > 0 {
-        u64::from(b[0])
-            | u64::from(b[n / 2]) << (8 * (n / 2))
-            | u64::from(b[n - 1]) << (8 * (n - 1))
     } else {
-        0
+        // One branch per length (predictable: names repeat) instead of
+        // loads at computed offsets and variable shifts.
+        match *b {
+            [a] => u64::from(a),
+            [a, b] => u64::from(u16::from_le_bytes([a, b])),
+            [a, b, c] => u64::from(u16::from_le_bytes([a, b])) | u64::from(c) << 16,
+            _ => 0,
+        }
     }
 }
 
