@@ -400,10 +400,7 @@ impl Backend for MfShared {
             .expect("valid frame");
         let probe = frame_probe(&self.out, inputs);
         self.out.clear();
-        self.buf = match bytes.try_into_mut() {
-            Ok(b) => b.into(),
-            Err(b) => b.to_vec(),
-        };
+        self.buf = reclaim(bytes);
         probe
     }
 
@@ -450,6 +447,24 @@ macro_rules! prost_probe {
     }};
 }
 
+/// Encodes the message `add` built (and drops it) into the reused buffer.
+#[inline]
+fn prost_encode<M: Message>(msg: &mut Option<M>, buf: &mut Vec<u8>) {
+    let msg = msg.take().expect("add ran first");
+    buf.clear();
+    msg.encode(buf).expect("a Vec grows");
+}
+
+/// The receive buffer back from the `Bytes` it became, for the next message
+/// (no copy once nothing else holds it).
+#[inline]
+fn reclaim(bytes: Bytes) -> Vec<u8> {
+    match bytes.try_into_mut() {
+        Ok(b) => b.into(),
+        Err(b) => b.to_vec(),
+    }
+}
+
 /// [`BackendKind::Prost`]: a new generated message per iteration, the
 /// standard API (no reuse tricks, as the seed's protobuf side).
 #[derive(Debug)]
@@ -482,9 +497,7 @@ impl Backend for Prost {
 
     #[inline]
     fn serialize(&mut self, _inputs: &Inputs) {
-        let msg = self.msg.take().expect("add ran first");
-        self.buf.clear();
-        msg.encode(&mut self.buf).expect("a Vec grows");
+        prost_encode(&mut self.msg, &mut self.buf);
     }
 
     #[inline]
@@ -535,9 +548,7 @@ impl Backend for ProstShared {
 
     #[inline]
     fn serialize(&mut self, _inputs: &Inputs) {
-        let msg = self.msg.take().expect("add ran first");
-        self.buf.clear();
-        msg.encode(&mut self.buf).expect("a Vec grows");
+        prost_encode(&mut self.msg, &mut self.buf);
     }
 
     #[inline]
@@ -547,10 +558,7 @@ impl Backend for ProstShared {
             .expect("valid message");
         let probe = prost_probe!(crate::proto::bench_shared, msg, inputs);
         drop(msg);
-        self.buf = match bytes.try_into_mut() {
-            Ok(b) => b.into(),
-            Err(b) => b.to_vec(),
-        };
+        self.buf = reclaim(bytes);
         probe
     }
 
