@@ -136,6 +136,7 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
 /// A flat key of at most 16 bytes, joined once per lookup into the words
 /// that compare and hash it, so that each candidate key is compared whole in
 /// one or two word compares instead of part by part.
+#[derive(Clone, Copy)]
 pub(crate) struct ComposedKey {
     len: usize,
     words: (u64, u64),

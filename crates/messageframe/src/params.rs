@@ -166,6 +166,14 @@ fn hash_of(text: &[u8], e: &Entry) -> u64 {
     hash_parts(d, p)
 }
 
+/// Whether entry `e` has the composed key `q` with a `dl`-byte device. An
+/// entry without separator (`dev_len == NO_SEP`) never matches, as it should
+/// not: its device is empty, and a composed key's is not.
+#[inline(always)]
+fn has_composed(text: &[u8], e: &Entry, q: ComposedKey, dl: usize) -> bool {
+    e.key_len as usize == q.len() && e.dev_len as usize == dl && q.eq_same_len(key_of(text, e))
+}
+
 /// Whether entry `e` has the key `(device, param)`.
 #[inline(always)]
 fn has_key(text: &[u8], e: &Entry, device: &[u8], param: &[u8]) -> bool {
@@ -313,11 +321,10 @@ impl Table {
         })
     }
 
-    /// Position of the first entry with this key. The hot path, a key of at
-    /// most 16 bytes with a device (a [`ComposedKey`]) looked up by a scan
-    /// of a small table or a probe of a built index, is small enough to
-    /// inline; every other key, and deciding whether to scan or build the
-    /// index, live in out-of-line functions.
+    /// Position of the first entry with this key. A key of at most 16 bytes
+    /// with a device (a [`ComposedKey`], the usual key) is joined once and
+    /// compared whole, inline in the caller; every other key is compared
+    /// part by part in an out-of-line copy of the same lookup.
     #[inline]
     pub(crate) fn position(
         &self,
@@ -326,116 +333,72 @@ impl Table {
         param: &[u8],
         hash: Option<u64>,
     ) -> Option<usize> {
-        let q = match ComposedKey::new(device, param) {
-            Some(q) if !device.is_empty() => q,
-            _ => return self.position_general(text, device, param, hash),
-        };
-        if self.entries.len() <= LINEAR_MAX {
-            return self.scan_composed(text, &q, device.len());
-        }
-        match self.index.get() {
-            Some(index) => self.probe_composed(index, text, &q, device.len(), hash),
-            None => self.position_unindexed(text, device, param, hash),
-        }
-    }
-
-    /// Whether entry `e` has the composed key `q` with a `dl`-byte device.
-    /// An entry without separator (`dev_len == NO_SEP`) never matches, as it
-    /// should not: its device is empty, and a composed key's is not.
-    #[inline(always)]
-    fn has_composed(text: &[u8], e: &Entry, q: &ComposedKey, dl: usize) -> bool {
-        e.key_len as usize == q.len() && e.dev_len as usize == dl && q.eq_same_len(key_of(text, e))
-    }
-
-    #[inline(always)]
-    fn scan_composed(&self, text: &[u8], q: &ComposedKey, dl: usize) -> Option<usize> {
-        self.entries
-            .iter()
-            .position(|e| Self::has_composed(text, e, q, dl))
-    }
-
-    /// A probe with the key joined once and hashed from the joined words; the
-    /// candidate (almost always the one entry with this key) is compared
-    /// whole, not part by part.
-    #[inline(always)]
-    fn probe_composed(
-        &self,
-        index: &Index,
-        text: &[u8],
-        q: &ComposedKey,
-        dl: usize,
-        hash: Option<u64>,
-    ) -> Option<usize> {
-        let hash = hash.unwrap_or_else(|| q.hash());
-        index.find(hash, |j| Self::has_composed(text, &self.entries[j], q, dl))
-    }
-
-    /// [`position`](Self::position) for keys that do not compose (longer
-    /// than 16 bytes, or with an empty device).
-    #[inline(never)]
-    fn position_general(
-        &self,
-        text: &[u8],
-        device: &[u8],
-        param: &[u8],
-        hash: Option<u64>,
-    ) -> Option<usize> {
-        if self.entries.len() <= LINEAR_MAX {
-            return self.scan(text, device, param);
-        }
-        match self.index.get() {
-            Some(index) => self.probe(index, text, device, param, hash),
-            None => self.position_unindexed(text, device, param, hash),
-        }
-    }
-
-    fn scan(&self, text: &[u8], device: &[u8], param: &[u8]) -> Option<usize> {
-        match ComposedKey::new(device, param) {
-            Some(q) if !device.is_empty() => self.scan_composed(text, &q, device.len()),
-            _ => self
-                .entries
-                .iter()
-                .position(|e| has_key(text, e, device, param)),
-        }
-    }
-
-    fn probe(
-        &self,
-        index: &Index,
-        text: &[u8],
-        device: &[u8],
-        param: &[u8],
-        hash: Option<u64>,
-    ) -> Option<usize> {
         match ComposedKey::new(device, param) {
             Some(q) if !device.is_empty() => {
-                self.probe_composed(index, text, &q, device.len(), hash)
+                let dl = device.len();
+                self.position_by(
+                    text,
+                    move |e| has_composed(text, e, q, dl),
+                    move || q.hash(),
+                    hash,
+                )
             }
-            _ => {
-                let hash = hash.unwrap_or_else(|| hash_parts(device, param));
-                index.find(hash, |j| has_key(text, &self.entries[j], device, param))
-            }
+            _ => self.position_by_parts(text, device, param, hash),
         }
     }
 
-    /// A lookup in a table past [`LINEAR_MAX`] without an index: scan while
-    /// the scan budget lasts, then build the index (see the type's doc).
-    #[cold]
     #[inline(never)]
-    fn position_unindexed(
+    fn position_by_parts(
         &self,
         text: &[u8],
         device: &[u8],
         param: &[u8],
         hash: Option<u64>,
     ) -> Option<usize> {
+        self.position_by(
+            text,
+            |e| has_key(text, e, device, param),
+            || hash_parts(device, param),
+            hash,
+        )
+    }
+
+    /// The lookup: a scan of a small table, or of a larger one while the
+    /// scan budget lasts, else a probe of the index (built on first need).
+    /// `key_hash` is called only when the caller gave no `hash`.
+    #[inline(always)]
+    fn position_by(
+        &self,
+        text: &[u8],
+        matches: impl Fn(&Entry) -> bool,
+        key_hash: impl FnOnce() -> u64,
+        hash: Option<u64>,
+    ) -> Option<usize> {
+        if self.entries.len() <= LINEAR_MAX {
+            return self.entries.iter().position(&matches);
+        }
+        let index = match self.index.get() {
+            Some(index) => index,
+            None if self.spend_scan_budget() => return self.entries.iter().position(&matches),
+            None => self.index(text),
+        };
+        index.find(hash.unwrap_or_else(key_hash), |j| matches(&self.entries[j]))
+    }
+
+    /// For a lookup in a table past [`LINEAR_MAX`] without an index: whether
+    /// it may still scan (and counts the scan), or should build the index
+    /// (see the type's doc).
+    #[cold]
+    #[inline(never)]
+    fn spend_scan_budget(&self) -> bool {
         let n = self.entries.len();
         let scanned = self.scanned.load(Ordering::Relaxed);
         if scanned.saturating_add(n) <= SCAN_BUDGET.saturating_mul(n) {
             self.scanned.store(scanned + n, Ordering::Relaxed);
-            return self.scan(text, device, param);
+            true
+        } else {
+            false
         }
-        self.probe(self.index(text), text, device, param, hash)
     }
 
     /// The first entry whose key occurred before it, if any.
