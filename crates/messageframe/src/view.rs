@@ -103,14 +103,6 @@ fn value_at(bytes: &[u8], at: usize) -> Option<ValueRef<'_>> {
     }
 }
 
-/// Where the key at `at` of validated bytes ends.
-#[inline]
-fn skip_key_at(bytes: &[u8], at: usize) -> Option<usize> {
-    let mut r = Reader::validated(bytes, at);
-    r.str_bytes().ok()?;
-    Some(r.pos())
-}
-
 /// Where the `[tag, value]` pair at `at` of validated bytes ends: the forms
 /// encoders write (fixarray(2), fixint tag, a scalar or short string) here,
 /// anything else through the general skip.
@@ -190,39 +182,31 @@ impl<'a> FrameView<'a> {
         // The key is a fixstr: one marker byte that says "string of exactly
         // this length" rules out most other keys without looking at their
         // bytes. The first keys' offsets were recorded by the walk, so they
-        // are read independently of one another; past them the scan steps
-        // from pair to pair. Both loops work on offsets into the validated
-        // bytes, not through a `Reader`.
+        // are read independently of one another; past them each key's
+        // offset comes from stepping over the pair before it. The loop works
+        // on offsets into the validated bytes, not through a `Reader`.
         let marker = 0xa0 | composed.len() as u8;
         let bytes = self.bytes;
         let count = self.layout.params();
-        let recorded = &self.layout.first_keys[..count.min(KEYS_RECORDED)];
-        for (i, &at) in recorded.iter().enumerate() {
-            let p = at as usize;
-            let m = *bytes.get(p)?;
-            if m == marker {
-                let v = p + 1 + composed.len();
-                if composed.eq_same_len(bytes.get(p + 1..v)?) {
-                    return value_at(bytes, v);
-                }
-            } else if m & 0xe0 != 0xa0 {
-                // A key in a wider string form (a non-minimal str8, say):
-                // the general comparison from here on.
-                return self.find_general(p, count - i, device, param);
-            }
-        }
-        let &last = recorded.last().filter(|_| count > KEYS_RECORDED)?;
-        let mut p = skip_pair_at(bytes, skip_key_at(bytes, last as usize)?)?;
-        for i in KEYS_RECORDED..count {
+        let mut next = 0;
+        for i in 0..count {
+            let p = match self.layout.first_keys.get(i) {
+                Some(&at) => at as usize,
+                None => next,
+            };
             let m = *bytes.get(p)?;
             if m & 0xe0 != 0xa0 {
+                // A key in a wider string form (a non-minimal str8, say):
+                // the general comparison from here on.
                 return self.find_general(p, count - i, device, param);
             }
             let v = p + 1 + usize::from(m & 0x1f);
             if m == marker && composed.eq_same_len(bytes.get(p + 1..v)?) {
                 return value_at(bytes, v);
             }
-            p = skip_pair_at(bytes, v)?;
+            if i + 1 >= KEYS_RECORDED {
+                next = skip_pair_at(bytes, v)?;
+            }
         }
         None
     }

@@ -831,51 +831,35 @@ fn frames_views_and_errors_are_send_and_sync() {
     });
 }
 
+/// A decoder whose only non-default limit is `max_string_len`.
+fn string_limited(max_string_len: usize) -> Decoder {
+    Decoder::new().limits(messageframe::Limits {
+        max_string_len,
+        ..messageframe::Limits::default()
+    })
+}
+
 #[test]
 fn small_string_limits_apply_to_the_usual_encodings_too() {
     // A 20-byte key and a 20-byte string value, both fixstr: the forms the
     // decoder reads on its fast path must obey the limits like any other.
+    let string_len = ErrorKind::LimitExceeded(messageframe::Limit::StringLen);
     let mut f = Frame::new(fixed_header());
     f.add("device_name_x", "param_ab", "twenty bytes long!!!");
     let bytes = f.encode();
-    let limits = messageframe::Limits {
-        max_string_len: 10,
-        ..messageframe::Limits::default()
-    };
-    let err = Decoder::new().limits(limits).decode(&bytes).unwrap_err();
-    assert_eq!(
-        err.kind(),
-        &ErrorKind::LimitExceeded(messageframe::Limit::StringLen)
-    );
-    assert_eq!(Decoder::new().limits(limits).view(&bytes).unwrap_err(), err);
-    let limits = messageframe::Limits {
-        max_string_len: 21,
-        ..messageframe::Limits::default()
-    };
-    let err = Decoder::new().limits(limits).decode(&bytes).unwrap_err();
-    assert_eq!(
-        err.kind(),
-        &ErrorKind::LimitExceeded(messageframe::Limit::StringLen)
-    );
+    let err = string_limited(10).decode(&bytes).unwrap_err();
+    assert_eq!(err.kind(), &string_len);
+    assert_eq!(string_limited(10).view(&bytes).unwrap_err(), err);
+    let err = string_limited(21).decode(&bytes).unwrap_err();
+    assert_eq!(err.kind(), &string_len);
     assert_eq!(err.context(), &Context::Key(0));
-    let limits = messageframe::Limits {
-        max_string_len: 22,
-        ..messageframe::Limits::default()
-    };
-    assert!(Decoder::new().limits(limits).decode(&bytes).is_ok());
+    assert!(string_limited(22).decode(&bytes).is_ok());
     // A short key and a long value: the value is what exceeds the limit.
     let mut f = Frame::new(fixed_header());
     f.add("d", "p", "twenty bytes long!!!");
     let bytes = f.encode();
-    let limits = messageframe::Limits {
-        max_string_len: 10,
-        ..messageframe::Limits::default()
-    };
-    let err = Decoder::new().limits(limits).decode(&bytes).unwrap_err();
-    assert_eq!(
-        err.kind(),
-        &ErrorKind::LimitExceeded(messageframe::Limit::StringLen)
-    );
+    let err = string_limited(10).decode(&bytes).unwrap_err();
+    assert_eq!(err.kind(), &string_len);
     assert_eq!(err.context(), &Context::Value("d\u{1f}p".into()));
-    assert_eq!(Decoder::new().limits(limits).view(&bytes).unwrap_err(), err);
+    assert_eq!(string_limited(10).view(&bytes).unwrap_err(), err);
 }
