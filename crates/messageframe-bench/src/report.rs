@@ -200,9 +200,10 @@ impl Report {
         t.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for r in rows(&self.scenarios) {
             let _ = write!(t, "| {} ", r.title);
-            for (i, (kind, _)) in HEADLINE.iter().enumerate() {
-                let _ = write!(t, "| {} ", cell(r.get(*kind)));
-                if i == 2 {
+            for (kind, _) in HEADLINE {
+                let _ = write!(t, "| {} ", cell(r.get(kind)));
+                // The hint column follows the fresh-frames one.
+                if kind == BackendKind::MfFresh {
                     let _ = write!(t, "| {} ", cell(r.get_hint(BackendKind::MfFresh)));
                 }
             }

@@ -9,8 +9,8 @@
 //! the key's hash, so one load gives both the filter and the entry to
 //! compare: one dependent load and the group match fewer. Measured on the
 //! machine of docs/performance.md, a loop of `find`s of the last of 1,024
-//! keys (the SPEC 5.2 frame) went from 12.5–14.1 ns to 11.6–12.0 ns per
-//! lookup, and from about 200 to about 186 instructions (callgrind). The
+//! keys (the SPEC 5.2 frame) went from 13.8–14.1 ns to 11.6–12.0 ns per
+//! lookup (minimum of 5 passes, in three processes each). The
 //! price is memory: 8-byte slots at most half full are 16 to 32 bytes per
 //! entry, where hashbrown's were about 5 to 11.5 (docs/security.md carries
 //! it into the allocation bound). The table only ever grows (entries are
