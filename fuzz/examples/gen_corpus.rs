@@ -1,9 +1,17 @@
-//! Writes the seed corpus of every fuzz target into `fuzz/corpus/<target>/`:
-//! the interop frames written by the C++ library, the crafted hostile inputs
-//! of `fuzz/regressions/`, and generated frames (see `messageframe_fuzz::gen`).
+//! Writes the seeds of every fuzz target into `fuzz/seeds/<target>/`: the
+//! interop frames written by the C++ library, the crafted hostile inputs of
+//! `fuzz/regressions/`, and generated frames (see `messageframe_fuzz::gen`).
 //!
-//! Run from `fuzz/` with a stable toolchain, before fuzzing and `cargo fuzz
-//! cmin`: `cargo run --example gen_corpus`.
+//! `fuzz/seeds/` is generated output, ignored by git and rewritten on every
+//! run; only what adds coverage reaches the committed corpus
+//! (`fuzz/corpus/<target>/`), through a libFuzzer merge. From `fuzz/`:
+//!
+//! ```sh
+//! cargo run --example gen_corpus
+//! cargo +nightly fuzz run decode corpus/decode seeds/decode -- -merge=1
+//! ```
+//!
+//! (`fuzz/README.md` has the whole campaign.)
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -52,7 +60,11 @@ fn main() {
     }
 
     for target in TARGETS {
-        let dir = root.join("corpus").join(target);
+        let dir = root.join("seeds").join(target);
+        // Rewritten from scratch: no stale seeds from an older generator.
+        if dir.exists() {
+            fs::remove_dir_all(&dir).unwrap();
+        }
         fs::create_dir_all(&dir).unwrap();
         let mut written = 0;
         let mut put = |name: &str, bytes: &[u8]| {

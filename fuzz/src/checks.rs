@@ -4,7 +4,9 @@
 //! (`fuzz/fuzz_targets/*.rs`) and by the stable corpus replay in
 //! `crates/messageframe/tests/corpus_replay.rs` (which includes it with
 //! `#[path]`), so a normal `cargo test` replays the committed corpus through
-//! exactly the checks the fuzzers ran. It depends on `messageframe` only.
+//! exactly the checks the fuzzers ran. It depends on `messageframe`, and
+//! through its submodule [`reference`] on rmpv and rmp (dev-dependencies of
+//! the core crate).
 //!
 //! Every check takes arbitrary bytes. A check panics (a fuzzer finding) when:
 //! - a decoder panics, hangs or allocates beyond libFuzzer's limits;
@@ -13,33 +15,47 @@
 //! - a frame that decoded does not re-encode to bytes that decode again to
 //!   the same frame, with the same bytes on the second encode;
 //! - a failed decode into a reused frame leaves anything in it, or changes
-//!   its header.
+//!   its header;
+//! - the owned decoder and an independent reader built on rmpv
+//!   ([`reference`]) disagree on whether the bytes are a frame or on what it
+//!   holds, or the encoder and an independent encoder built on rmp write
+//!   different bytes for it.
+
+// Declared here rather than in lib.rs so that every file that includes this
+// one by path gets it too (the path is relative to this file).
+#[path = "reference.rs"]
+pub mod reference;
+
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 use messageframe::{
     Bytes, DecodeError, Decoder, ErrorKind, Frame, FrameView, Header, Limits, ValueRef,
 };
 
+use reference::{Reading, RefFrame, RefValue};
+
 /// The fuzz targets, one per check below; each has a corpus directory
 /// `fuzz/corpus/<target>`.
-pub const TARGETS: [&str; 6] = [
+pub const TARGETS: [&str; 7] = [
     "decode",
     "decode_into",
     "view",
     "header_peek",
     "stream",
     "roundtrip",
+    "differential",
 ];
 
 /// Limits small enough that fuzz inputs reach every limit check.
-pub const TIGHT: Limits = Limits {
-    max_frame_bytes: 512,
-    max_params: 6,
-    max_attachments: 2,
-    max_attachment_bytes: 48,
-    max_string_len: 40,
-    max_key_len: 24,
-    max_alloc_bytes: 1024,
-};
+pub const TIGHT: Limits = Limits::none()
+    .max_frame_bytes(512)
+    .max_params(6)
+    .max_attachments(2)
+    .max_attachment_bytes(48)
+    .max_string_len(40)
+    .max_key_len(24)
+    .max_alloc_bytes(1024);
 
 /// Above this many parameters, `find` is checked for a sample of keys only
 /// (every key of a big frame would be quadratic in the input size).
@@ -113,7 +129,11 @@ pub fn assert_view_matches(view: &FrameView<'_>, frame: &Frame, what: &str) {
     }
     let copied = view.to_frame();
     assert_same_frame(&copied, frame, &format!("{what}: to_frame"));
-    assert_eq!(copied.encode(), frame.encode(), "{what}: to_frame bytes");
+    assert_eq!(
+        copied.encode().unwrap(),
+        frame.encode().unwrap(),
+        "{what}: to_frame bytes"
+    );
     // Formatting must not panic either (checked on small frames: formatting
     // a 70 KB string thousands of times would dominate the replay).
     if view.encoded_len() <= FORMAT_UP_TO {
@@ -125,13 +145,13 @@ pub fn assert_view_matches(view: &FrameView<'_>, frame: &Frame, what: &str) {
 /// again to the same frame, whose encoding is the same bytes (the encoding
 /// of a decoded frame is a fixpoint). Returns the encoded bytes.
 pub fn assert_round_trip(frame: &Frame, what: &str) -> Vec<u8> {
-    let encoded = frame.encode();
+    let encoded = frame.encode().unwrap();
     assert_eq!(encoded.len(), frame.encoded_len(), "{what}: encoded_len");
     let again = Frame::decode(&encoded)
         .unwrap_or_else(|e| panic!("{what}: the re-encoded frame does not decode: {e}"));
     assert_same_frame(&again, frame, &format!("{what}: decode(encode(frame))"));
     assert_eq!(
-        again.encode(),
+        again.encode().unwrap(),
         encoded,
         "{what}: the second encode differs from the first"
     );
@@ -453,6 +473,159 @@ pub fn check_roundtrip(data: &[u8]) {
     );
 }
 
+/// Target `differential`: the owned decoder against [`reference`], an
+/// independent reader of the spec built on rmpv.
+///
+/// Both decide alike whether the bytes are one frame (no limits: the
+/// decoder runs with [`Limits::none`], the reference has none), and for a
+/// frame they agree on the header, every parameter in order (key split,
+/// type, value; doubles by bits), the first occurrence found by `find` for
+/// every key, and every attachment; the strict decoder rejects exactly the
+/// frames in which the reference finds a duplicate `(device, parameter)`;
+/// and the encoder writes exactly the bytes that the reference encoder
+/// (rmp's writers, SPEC section 2's forms) writes for the reference's
+/// reading.
+///
+/// rmpv reads the reserved marker `0xc1` as nil. When the decoder rejects a
+/// `0xc1` that the reference accepted, the byte becomes `0xc0` (nil) and
+/// both read again: the decoder must then agree with the reference, so the
+/// `0xc1` it rejected was where a value starts, and nothing else differed.
+pub fn check_differential(data: &[u8]) {
+    let decoder = Decoder::new().limits(Limits::none());
+    let mut input = Cow::Borrowed(data);
+    loop {
+        let ours = decoder.decode(&input);
+        match (ours, reference::read_frame(&input)) {
+            // Nested deeper than rmpv reads: no verdict to compare with.
+            (_, Reading::Undecided) => return,
+            (Err(_), Reading::Invalid { .. }) => return,
+            (Ok(frame), Reading::Valid(expected)) => {
+                return assert_matches_reference(&frame, &expected, &input)
+            }
+            (Ok(frame), Reading::Invalid { at, why }) => panic!(
+                "differential: the decoder accepts what the reference rejects \
+                 (at byte {at}: {why}): {frame:?}"
+            ),
+            (Err(e), Reading::Valid(expected)) => {
+                let at = e.offset();
+                if matches!(e.kind(), ErrorKind::UnexpectedType { found: 0xc1, .. })
+                    && input.get(at) == Some(&0xc1)
+                {
+                    input.to_mut()[at] = 0xc0;
+                    continue;
+                }
+                panic!("differential: the decoder rejects a frame the reference reads: {e:?}; reference: {expected:?}")
+            }
+        }
+    }
+}
+
+/// The decoded value is the reference's value.
+fn matches_reference(v: ValueRef<'_>, r: &RefValue) -> bool {
+    match (v, r) {
+        (ValueRef::Int(a), RefValue::Int(b)) => a == *b,
+        (ValueRef::Double(a), RefValue::Double(b)) => reference::same_double(a, *b),
+        (ValueRef::String(a), RefValue::Str(b)) => a == b,
+        (ValueRef::Bool(a), RefValue::Bool(b)) => a == *b,
+        (ValueRef::Unknown(u), RefValue::Unknown { tag, raw }) => {
+            u.tag() == *tag && u.raw() == &raw[..]
+        }
+        _ => false,
+    }
+}
+
+/// Panics unless `frame`, decoded from `input`, holds what the reference
+/// read, strict decoding agrees on duplicates, and the frame encodes to the
+/// reference encoder's bytes.
+fn assert_matches_reference(frame: &Frame, expected: &RefFrame, input: &[u8]) {
+    let h = &expected.header;
+    let header = Header::from_fields(
+        h.timestamp,
+        h.counter,
+        h.source,
+        h.target,
+        h.message_id,
+        h.message_type,
+        h.version,
+        h.flags,
+    );
+    assert_eq!(frame.header(), &header, "differential: header");
+    assert_eq!(
+        frame.len(),
+        expected.params.len(),
+        "differential: parameter count"
+    );
+    for (i, ((d, p, v), r)) in frame.iter().zip(&expected.params).enumerate() {
+        assert_eq!((d, p), r.parts(), "differential: key of parameter #{i}");
+        assert!(
+            matches_reference(v, &r.value),
+            "differential: value of parameter #{i} ({d:?}, {p:?}): {v:?}, reference {:?}",
+            r.value
+        );
+    }
+    // Lookups find the first occurrence of every key.
+    let mut first = HashMap::new();
+    for r in &expected.params {
+        first.entry(r.parts()).or_insert(&r.value);
+    }
+    for ((d, p), r) in &first {
+        match frame.find(d, p) {
+            Some(v) if matches_reference(v, r) => {}
+            other => panic!("differential: find({d:?}, {p:?}) = {other:?}, reference {r:?}"),
+        }
+    }
+    assert_eq!(
+        frame.attachment_count(),
+        expected.attachments.len(),
+        "differential: attachment count"
+    );
+    for (i, ((name, data), (r_name, r_data))) in
+        frame.attachments().zip(&expected.attachments).enumerate()
+    {
+        assert_eq!(name, r_name, "differential: name of attachment #{i}");
+        assert!(
+            data[..] == r_data[..],
+            "differential: data of attachment #{i} ({} vs {} bytes)",
+            data.len(),
+            r_data.len()
+        );
+    }
+
+    let strict = Decoder::new()
+        .limits(Limits::none())
+        .strict(true)
+        .decode(input);
+    match (strict, expected.first_duplicate()) {
+        (Ok(strict), None) => assert_same_frame(&strict, frame, "differential: strict"),
+        (Err(e), Some(_)) => assert_eq!(
+            e.kind(),
+            &ErrorKind::DuplicateKey,
+            "differential: strict decode of a frame with a duplicate key"
+        ),
+        (Ok(_), Some(i)) => panic!(
+            "differential: strict decode accepts the duplicate key {:?} of parameter #{i}",
+            expected.params[i].parts()
+        ),
+        (Err(e), None) => {
+            panic!("differential: strict decode rejects a frame without duplicates: {e:?}")
+        }
+    }
+
+    let ours = frame.encode().expect("a decoded frame encodes");
+    let theirs = reference::encode(expected);
+    if ours != theirs {
+        let at = ours.iter().zip(&theirs).take_while(|(a, b)| a == b).count();
+        panic!(
+            "differential: the encoding differs from the reference encoder's at byte {at} \
+             (lengths {} and {}): ...{:02x?} vs ...{:02x?}",
+            ours.len(),
+            theirs.len(),
+            &ours[at..ours.len().min(at + 16)],
+            &theirs[at..theirs.len().min(at + 16)],
+        );
+    }
+}
+
 /// Every check, for the stable replay of the corpus.
 pub fn check_all(data: &[u8]) {
     check_decode(data);
@@ -461,4 +634,5 @@ pub fn check_all(data: &[u8]) {
     check_header_peek(data);
     check_stream(data);
     check_roundtrip(data);
+    check_differential(data);
 }
