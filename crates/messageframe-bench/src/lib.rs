@@ -9,9 +9,11 @@ pub mod alloc;
 pub mod backends;
 pub mod order;
 pub mod plot;
+pub mod publish;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod tables;
 
 /// The counting allocator is the global allocator of everything that links
 /// this crate (binaries, tests, benches); it counts only when asked.
@@ -38,14 +40,16 @@ pub mod proto {
     }
 }
 
-use report::{judge_targets, Meta, Report};
+use std::time::Duration;
+
+use report::{judge_targets, Build, Meta, Report};
 use runner::{run_order, run_scenario, Settings, ORDER_ITEMS};
 use scenario::SCENARIOS;
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Divide every iteration count by 100.
+    /// Divide every iteration count by 100, and the loop budget by 25.
     pub quick: bool,
     /// Only this scenario (a name from [`SCENARIOS`], or `order`).
     pub scenario: Option<String>,
@@ -53,6 +57,8 @@ pub struct Options {
     pub passes: u32,
     /// The command line, for the report.
     pub command: String,
+    /// What the person running it says about the machine.
+    pub note: String,
 }
 
 impl Default for Options {
@@ -62,6 +68,7 @@ impl Default for Options {
             scenario: None,
             passes: 3,
             command: String::new(),
+            note: String::new(),
         }
     }
 }
@@ -76,6 +83,22 @@ pub fn scenario_names() -> Vec<&'static str> {
         .collect()
 }
 
+/// Checks a scenario name before anything runs.
+///
+/// # Errors
+///
+/// An unknown name, with the valid ones.
+pub fn check_scenario(name: &str) -> Result<(), String> {
+    if scenario_names().contains(&name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown scenario {name:?}; valid: {}",
+            scenario_names().join(", ")
+        ))
+    }
+}
+
 /// Runs the cross-format comparison.
 ///
 /// # Errors
@@ -83,23 +106,24 @@ pub fn scenario_names() -> Vec<&'static str> {
 /// An unknown scenario name.
 pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, String> {
     if let Some(name) = &opts.scenario {
-        if !scenario_names().contains(&name.as_str()) {
-            return Err(format!(
-                "unknown scenario {name:?}; valid: {}",
-                scenario_names().join(", ")
-            ));
-        }
+        check_scenario(name)?;
     }
     let wanted = |name: &str| opts.scenario.as_deref().is_none_or(|s| s == name);
-    let divisor = if opts.quick { 100 } else { 1 };
     let passes = opts.passes.max(1);
     let timer_ns = runner::timer_overhead_ns(if opts.quick { 100_000 } else { 1_000_000 });
     let set = Settings {
         passes,
-        divisor,
+        divisor: if opts.quick { 100 } else { 1 },
         timer_ns,
-        alloc_iterations: 200,
+        alloc_iterations: if opts.quick { 20 } else { 200 },
+        loop_budget: if opts.quick {
+            Duration::from_millis(10)
+        } else {
+            Duration::from_millis(250)
+        },
+        min_iterations: if opts.quick { 3 } else { 20 },
     };
+    let (commit, dirty) = report::git_commit();
     let scenarios: Vec<_> = SCENARIOS
         .iter()
         .filter(|s| wanted(s.name))
@@ -113,30 +137,26 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, Str
     } else {
         Vec::new()
     };
-    let find_last_1024_ns = (opts.scenario.is_none() || wanted("large")).then(|| {
-        progress("find last key at 1,024 params");
-        runner::find_last_ns(divisor, passes)
-    });
-    let targets = judge_targets(&scenarios, find_last_1024_ns);
+    let targets = judge_targets(&scenarios);
     Ok(Report {
         meta: Meta {
-            schema: "messageframe-crossbench/1",
+            schema: report::SCHEMA.to_owned(),
             command: opts.command.clone(),
             date: report::utc_now(),
+            commit,
+            dirty,
             cpu: report::cpu_model(),
+            cpus: std::thread::available_parallelism().map_or(1, usize::from),
             rustc: env!("BENCH_RUSTC_VERSION").to_owned(),
-            profile: if cfg!(debug_assertions) {
-                "debug"
-            } else {
-                "release"
-            },
+            build: Build::current(),
             quick: opts.quick,
             passes,
-            timer_overhead_ns: timer_ns,
+            loop_budget_ms: runner::sig(set.loop_budget.as_secs_f64() * 1000.0),
+            timer_overhead_ns: runner::sig(timer_ns),
+            note: opts.note.clone(),
         },
         scenarios,
         order,
-        find_last_1024_ns,
         targets,
     })
 }

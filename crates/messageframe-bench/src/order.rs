@@ -3,7 +3,7 @@
 //!
 //! As in the article, encode serializes an already built message and decode
 //! builds a new message from the bytes; here every encoder writes into a
-//! reused buffer (the idiomatic Rust shape for all four libraries), and
+//! reused buffer (the idiomatic Rust shape for every library here), and
 //! every decoder also reads the last item's price back so nothing is
 //! optimised away.
 
@@ -127,19 +127,24 @@ pub enum OrderBackend {
     Prost,
     /// serde_json with the derived struct.
     Json,
-    /// rmp-serde with the derived struct (its default, compact array form).
+    /// rmp-serde with the derived struct (its default, compact array form:
+    /// structs as arrays, no field names).
     RmpSerde,
+    /// rmp-serde with field names (`to_vec_named`: structs as maps), the
+    /// schema-free form a reader without the struct can decode.
+    RmpSerdeNamed,
 }
 
 impl OrderBackend {
     /// All, in table order.
-    pub const ALL: [OrderBackend; 6] = [
+    pub const ALL: [OrderBackend; 7] = [
         OrderBackend::Mf,
         OrderBackend::MfReused,
         OrderBackend::MfView,
         OrderBackend::Prost,
         OrderBackend::Json,
         OrderBackend::RmpSerde,
+        OrderBackend::RmpSerdeNamed,
     ];
 
     /// Stable identifier.
@@ -152,6 +157,7 @@ impl OrderBackend {
             OrderBackend::Prost => "prost",
             OrderBackend::Json => "serde_json",
             OrderBackend::RmpSerde => "rmp-serde",
+            OrderBackend::RmpSerdeNamed => "rmp-serde-named",
         }
     }
 
@@ -165,6 +171,7 @@ impl OrderBackend {
             OrderBackend::Prost => "prost",
             OrderBackend::Json => "serde_json",
             OrderBackend::RmpSerde => "rmp-serde",
+            OrderBackend::RmpSerdeNamed => "rmp-serde-named",
         }
     }
 }
@@ -216,7 +223,9 @@ impl OrderCase {
         self.buf.clear();
         match b {
             OrderBackend::Mf | OrderBackend::MfReused | OrderBackend::MfView => {
-                self.frame.encode_into(&mut self.buf);
+                self.frame
+                    .encode_into(&mut self.buf)
+                    .expect("the benchmark frames encode");
             }
             OrderBackend::Prost => self.prost.encode(&mut self.buf).expect("a Vec grows"),
             OrderBackend::Json => {
@@ -224,6 +233,10 @@ impl OrderCase {
             }
             OrderBackend::RmpSerde => {
                 rmp_serde::encode::write(&mut self.buf, &self.order).expect("a Vec grows");
+            }
+            OrderBackend::RmpSerdeNamed => {
+                // `to_vec_named`'s serializer, into the reused buffer.
+                rmp_serde::encode::write_named(&mut self.buf, &self.order).expect("a Vec grows");
             }
         }
     }
@@ -259,7 +272,7 @@ impl OrderCase {
                 let o: Order = serde_json::from_slice(&self.buf).expect("valid JSON");
                 o.items.last().map_or(0.0, |i| i.price)
             }
-            OrderBackend::RmpSerde => {
+            OrderBackend::RmpSerde | OrderBackend::RmpSerdeNamed => {
                 let o: Order = rmp_serde::from_slice(&self.buf).expect("valid msgpack");
                 o.items.last().map_or(0.0, |i| i.price)
             }

@@ -1,6 +1,10 @@
 //! Timing and allocation measurement.
 //!
-//! Each backend is measured in three kinds of loop over the same iterations:
+//! Before anything is timed, each backend builds, encodes and decodes the
+//! message once: its bytes are read back with an independent decoder and
+//! must carry exactly the inputs (`backends::content`), and its own read
+//! back (the probe) must match. Then each backend is measured in three
+//! kinds of loop over the same iterations:
 //! - a *total* loop timed once around the whole loop, so the per-message
 //!   total carries no per-iteration timer cost (the ratios use it);
 //! - a *phase* loop that reads the clock between phases; one clock read
@@ -8,24 +12,28 @@
 //! - an untimed *allocation* loop with the counting allocator switched on.
 //!
 //! Timings are the minimum over passes (3 by default), passes interleaved
-//! across backends so that a burst of noise on this shared machine hits one
-//! pass of every backend rather than every pass of one.
+//! across backends and groups so that a burst of noise on a shared machine
+//! hits one pass of every backend rather than every pass of one.
+//!
+//! Iterations: the scenario's count (÷ 100 with `--quick`), or fewer for a
+//! backend whose loop would take longer than the loop budget (estimated
+//! before timing); never fewer than a minimum. Each backend's count is
+//! recorded.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use messageframe::Frame;
+use serde::{Deserialize, Serialize};
 
 use crate::alloc::{self, AllocCount};
-use crate::backends::{
-    Backend, BackendKind, Json, Mf, MfFresh, MfShared, MfView, Prost, ProstShared, RmpHand,
-    RmpvRef, RmpvValue,
-};
+use crate::backends::{content, formats_for, mf, Backend, Format, Group};
 use crate::order::{OrderBackend, OrderCase};
 use crate::scenario::{Inputs, Scenario};
+use crate::with_backend;
 
 /// Allocations per message in one phase.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct AllocPerOp {
     /// Allocation calls per message.
     pub count: f64,
@@ -37,14 +45,14 @@ impl AllocPerOp {
     fn from_total(c: AllocCount, iterations: u64) -> Self {
         let n = iterations.max(1) as f64;
         AllocPerOp {
-            count: c.count as f64 / n,
-            bytes: c.bytes as f64 / n,
+            count: sig(c.count as f64 / n),
+            bytes: sig(c.bytes as f64 / n),
         }
     }
 }
 
 /// Allocations per message for each phase.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct PhaseAllocs {
     /// The add phase.
     pub add: AllocPerOp,
@@ -54,13 +62,29 @@ pub struct PhaseAllocs {
     pub deserialize: AllocPerOp,
 }
 
-/// One backend's results in one scenario. Times are µs per message.
-#[derive(Debug, Clone, Serialize)]
+impl PhaseAllocs {
+    /// All three phases together.
+    #[must_use]
+    pub fn total(&self) -> AllocPerOp {
+        AllocPerOp {
+            count: self.add.count + self.serialize.count + self.deserialize.count,
+            bytes: self.add.bytes + self.serialize.bytes + self.deserialize.bytes,
+        }
+    }
+}
+
+/// One backend's results in one scenario and group. Times are µs per
+/// message.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct BackendResult {
-    /// Stable identifier ([`BackendKind::id`]).
-    pub id: &'static str,
+    /// Stable identifier ([`Format::id`]).
+    pub id: String,
+    /// The group it ran in.
+    pub group: Group,
     /// Table label.
-    pub label: &'static str,
+    pub label: String,
+    /// Iterations per pass.
+    pub iterations: u64,
     /// Full cycle, timed around the whole loop: min over passes.
     pub total_us: f64,
     /// Add phase: min over passes.
@@ -79,50 +103,61 @@ pub struct BackendResult {
     pub allocs: PhaseAllocs,
 }
 
+impl BackendResult {
+    /// The format, if the id is known.
+    #[must_use]
+    pub fn format(&self) -> Option<Format> {
+        Format::from_id(&self.id)
+    }
+}
+
+/// messageframe's lookups in one scenario (a new frame per iteration unless
+/// said otherwise), via the public `Frame::find`, of the last key.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Lookups {
+    /// A new frame, every parameter added (and the attachment copied): µs
+    /// per frame, timed around the loop.
+    pub build_us: f64,
+    /// The same, then one `find`: µs per frame, timed around the loop.
+    pub build_find_us: f64,
+    /// The first `find` on a frame just built, ns (timed alone, one clock
+    /// read subtracted).
+    pub first_find_built_ns: f64,
+    /// The first `find` on a frame just decoded (`Frame::decode`), ns.
+    pub first_find_decoded_ns: f64,
+    /// A `find` repeated on one frame, ns (a loop of lookups).
+    pub repeated_find_ns: f64,
+}
+
 /// One scenario's results.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ScenarioResult {
     /// [`Scenario::name`].
-    pub name: &'static str,
+    pub name: String,
     /// [`Scenario::title`].
-    pub title: &'static str,
+    pub title: String,
     /// Parameters.
     pub params: usize,
     /// messageframe's sizing hint.
     pub hint: Option<usize>,
     /// Attachment bytes (0 for none).
     pub attachment_bytes: usize,
-    /// Iterations per pass.
+    /// Iterations per pass at most (a slow backend runs fewer).
     pub iterations: u64,
-    /// One `memcpy` of the attachment into a reused buffer, µs (attachment
-    /// scenario only): the floor for encoding it.
-    pub memcpy_us: Option<f64>,
-    /// Every backend measured.
+    /// Every backend measured, reused group first.
     pub backends: Vec<BackendResult>,
+    /// messageframe's lookups.
+    pub lookups: Option<Lookups>,
 }
 
 impl ScenarioResult {
-    /// The result of one backend, if it ran.
+    /// The result of one backend in one group, if it ran.
     #[must_use]
-    pub fn backend(&self, kind: BackendKind) -> Option<&BackendResult> {
-        self.backends.iter().find(|b| b.id == kind.id())
+    pub fn backend(&self, group: Group, format: Format) -> Option<&BackendResult> {
+        self.backends
+            .iter()
+            .find(|b| b.group == group && b.id == format.id())
     }
-}
-
-/// Which backends a scenario runs: the hint scenarios only differ for
-/// messageframe (the peers get identical input), and the shared-attachment
-/// row only means something with an attachment.
-#[must_use]
-pub fn backends_for(s: &Scenario) -> Vec<BackendKind> {
-    BackendKind::ALL
-        .iter()
-        .copied()
-        .filter(|k| match k {
-            BackendKind::MfShared | BackendKind::ProstShared => s.attachment > 0,
-            k if s.hint.is_some() => k.is_messageframe(),
-            _ => true,
-        })
-        .collect()
 }
 
 /// Cost of one `Instant::now()`, ns: min over 3 rounds of `reads` reads.
@@ -139,6 +174,24 @@ pub fn timer_overhead_ns(reads: u32) -> f64 {
     best
 }
 
+/// Measurement settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Passes per measurement (the minimum is reported).
+    pub passes: u32,
+    /// Divisor applied to every iteration count (`--quick` uses 100).
+    pub divisor: u64,
+    /// Cost of one clock read, subtracted from each timed phase.
+    pub timer_ns: f64,
+    /// Iterations of the allocation-counting loop (at most the backend's).
+    pub alloc_iterations: u64,
+    /// Longest a timed loop should take: a slower backend runs fewer
+    /// iterations.
+    pub loop_budget: Duration,
+    /// Fewest iterations of a timed loop.
+    pub min_iterations: u64,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct PassTimes {
     total: Duration,
@@ -147,32 +200,68 @@ struct PassTimes {
     deserialize: Duration,
 }
 
+impl PassTimes {
+    fn min(self, o: PassTimes) -> PassTimes {
+        PassTimes {
+            total: self.total.min(o.total),
+            add: self.add.min(o.add),
+            serialize: self.serialize.min(o.serialize),
+            deserialize: self.deserialize.min(o.deserialize),
+        }
+    }
+}
+
+#[inline]
 fn one_iteration<B: Backend>(b: &mut B, inputs: &Inputs, i: u64) -> crate::scenario::Probe {
     b.add(inputs, i);
     b.serialize(inputs);
     b.deserialize(inputs)
 }
 
-/// Warms a backend up and checks that it reads back what was put in.
-fn warm_up<B: Backend>(b: &mut B, inputs: &Inputs, kind: BackendKind) {
+/// Checks one message's bytes and read-back, then warms up.
+fn check_and_warm<B: Backend>(b: &mut B, inputs: &Inputs, format: Format) -> Vec<u8> {
+    let mut wire = Vec::new();
     for i in 0..2 {
-        let got = one_iteration(b, inputs, i);
-        assert_eq!(
-            got,
-            inputs.expected_probe(),
-            "{} read back the wrong value",
-            kind.id()
-        );
+        b.add(inputs, i);
+        b.serialize(inputs);
+        wire = b.wire().to_vec();
+        if let Err(e) = content::check(format, &wire, inputs) {
+            panic!("{} does not carry the scenario's message: {e}", format.id());
+        }
+        let got = b.deserialize(inputs);
+        let want = inputs.expected_probe();
+        let ok = if format.carries_message() {
+            got == want
+        } else {
+            got.attachment == want.attachment
+        };
+        assert!(ok, "{} read back {got:?}, expected {want:?}", format.id());
     }
+    wire
 }
 
-fn time_pass<B: Backend>(
-    mut b: B,
-    inputs: &Inputs,
-    iterations: u64,
-    kind: BackendKind,
-) -> PassTimes {
-    warm_up(&mut b, inputs, kind);
+/// Checks the backend and picks its iteration count: the loop budget over
+/// the estimated time per iteration, within `[min, max]`.
+fn prepare<B: Backend>(mut b: B, inputs: &Inputs, format: Format, max: u64, set: &Settings) -> u64 {
+    check_and_warm(&mut b, inputs, format);
+    let mut n = 1u64;
+    let per_iteration = loop {
+        let t = Instant::now();
+        for i in 0..n {
+            black_box(one_iteration(&mut b, inputs, i));
+        }
+        let d = t.elapsed();
+        if d >= set.loop_budget / 16 || n >= max {
+            break d.as_secs_f64() / n as f64;
+        }
+        n = (n * 4).min(max);
+    };
+    let fit = (set.loop_budget.as_secs_f64() / per_iteration.max(1e-9)) as u64;
+    fit.clamp(set.min_iterations.min(max), max)
+}
+
+fn time_pass<B: Backend>(mut b: B, inputs: &Inputs, iterations: u64, format: Format) -> PassTimes {
+    check_and_warm(&mut b, inputs, format);
     let t = Instant::now();
     for i in 0..iterations {
         b.add(inputs, i);
@@ -206,9 +295,9 @@ fn count_allocs<B: Backend>(
     mut b: B,
     inputs: &Inputs,
     iterations: u64,
-    kind: BackendKind,
+    format: Format,
 ) -> (PhaseAllocs, Vec<u8>) {
-    warm_up(&mut b, inputs, kind);
+    let wire = check_and_warm(&mut b, inputs, format);
     let (mut add, mut ser, mut de) = (
         AllocCount::default(),
         AllocCount::default(),
@@ -233,53 +322,31 @@ fn count_allocs<B: Backend>(
         serialize: AllocPerOp::from_total(ser, iterations),
         deserialize: AllocPerOp::from_total(de, iterations),
     };
-    (allocs, b.wire().to_vec())
-}
-
-macro_rules! dispatch {
-    ($kind:expr, $inputs:expr, $f:ident ( $($arg:expr),* )) => {
-        match $kind {
-            BackendKind::Mf => $f(Mf::new($inputs), $($arg),*),
-            BackendKind::MfView => $f(MfView::new($inputs), $($arg),*),
-            BackendKind::MfFresh => $f(MfFresh::new($inputs), $($arg),*),
-            BackendKind::MfShared => $f(MfShared::new($inputs), $($arg),*),
-            BackendKind::Prost => $f(Prost::new($inputs), $($arg),*),
-            BackendKind::ProstShared => $f(ProstShared::new($inputs), $($arg),*),
-            BackendKind::Json => $f(Json::new($inputs), $($arg),*),
-            BackendKind::RmpvValue => $f(RmpvValue::new($inputs), $($arg),*),
-            BackendKind::RmpHand => $f(RmpHand::new($inputs), $($arg),*),
-            BackendKind::RmpvRef => $f(RmpvRef::new($inputs), $($arg),*),
-        }
-    };
-}
-
-/// Time of `iterations` copies of `src` into a reused buffer.
-fn time_memcpy(src: &[u8], iterations: u64) -> Duration {
-    let mut dst: Vec<u8> = Vec::with_capacity(src.len());
-    let t = Instant::now();
-    for _ in 0..iterations {
-        dst.clear();
-        dst.extend_from_slice(black_box(src));
-        black_box(&mut dst);
-    }
-    t.elapsed()
-}
-
-/// Measurement settings.
-#[derive(Debug, Clone, Copy)]
-pub struct Settings {
-    /// Passes per measurement (the minimum is reported).
-    pub passes: u32,
-    /// Divisor applied to every iteration count (`--quick` uses 100).
-    pub divisor: u64,
-    /// Cost of one clock read, subtracted from each timed phase.
-    pub timer_ns: f64,
-    /// Iterations of the allocation-counting loop (at most the scenario's).
-    pub alloc_iterations: u64,
+    (allocs, wire)
 }
 
 fn per_msg_us(d: Duration, iterations: u64) -> f64 {
-    d.as_nanos() as f64 / iterations as f64 / 1000.0
+    d.as_nanos() as f64 / iterations.max(1) as f64 / 1000.0
+}
+
+/// `x` rounded to 6 significant digits. Every figure is stored this way:
+/// far finer than the noise, and short enough that its JSON text reads
+/// back as exactly the same `f64` (serde_json's default parser is exact
+/// for short decimals), so the docs generated from the JSON are the docs
+/// generated from the run.
+#[must_use]
+pub fn sig(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let e = 5 - x.abs().log10().floor() as i32;
+    if e >= 0 {
+        let m = 10f64.powi(e);
+        (x * m).round() / m
+    } else {
+        let m = 10f64.powi(-e);
+        (x / m).round() * m
+    }
 }
 
 fn zstd_len(bytes: &[u8]) -> usize {
@@ -293,85 +360,155 @@ pub fn run_scenario(
     progress: &mut dyn FnMut(&str),
 ) -> ScenarioResult {
     let inputs = Inputs::new(s);
-    let iterations = (s.iterations / set.divisor).max(1);
-    let kinds = backends_for(s);
-    let mut best: Vec<Option<PassTimes>> = vec![None; kinds.len()];
-    let mut totals: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
-    let mut memcpy: Option<Duration> = None;
-    let timer = set.timer_ns;
+    let max = (s.iterations / set.divisor).max(1);
+    let jobs: Vec<(Group, Format)> = Group::ALL
+        .into_iter()
+        .flat_map(|g| formats_for(s, g).into_iter().map(move |f| (g, f)))
+        .collect();
 
+    let mut iterations = Vec::with_capacity(jobs.len());
+    for &(g, f) in &jobs {
+        progress(&format!("{}: checking {} ({})", s.name, f.id(), g.id()));
+        iterations.push(with_backend!(f, g, &inputs, |b| prepare(
+            b, &inputs, f, max, set
+        )));
+    }
+
+    let mut best: Vec<Option<PassTimes>> = vec![None; jobs.len()];
+    let mut totals: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
     for pass in 0..set.passes {
-        for (slot, &kind) in kinds.iter().enumerate() {
+        for (slot, &(g, f)) in jobs.iter().enumerate() {
             progress(&format!(
-                "{}: pass {}/{} {}",
+                "{}: pass {}/{} {} ({})",
                 s.name,
                 pass + 1,
                 set.passes,
-                kind.id()
+                f.id(),
+                g.id()
             ));
-            // The memcpy floor is measured right before messageframe's pass,
-            // as often as messageframe's serialize is (once per pass), so
-            // both minima come from the same number of samples taken under
-            // the same conditions.
-            if let (Some(a), BackendKind::Mf) = (&inputs.attachment, kind) {
-                let d = time_memcpy(a, iterations);
-                memcpy = Some(memcpy.map_or(d, |m: Duration| m.min(d)));
-            }
-            let t = dispatch!(kind, &inputs, time_pass(&inputs, iterations, kind));
-            totals[slot].push(per_msg_us(t.total, iterations));
-            best[slot] = Some(match best[slot] {
-                None => t,
-                Some(b) => PassTimes {
-                    total: b.total.min(t.total),
-                    add: b.add.min(t.add),
-                    serialize: b.serialize.min(t.serialize),
-                    deserialize: b.deserialize.min(t.deserialize),
-                },
-            });
+            let n = iterations[slot];
+            let t = with_backend!(f, g, &inputs, |b| time_pass(b, &inputs, n, f));
+            totals[slot].push(per_msg_us(t.total, n));
+            best[slot] = Some(best[slot].map_or(t, |b| b.min(t)));
         }
     }
 
-    let alloc_iterations = set.alloc_iterations.min(iterations).max(1);
-    let mut backends = Vec::with_capacity(kinds.len());
-    for (slot, &kind) in kinds.iter().enumerate() {
-        progress(&format!("{}: allocations {}", s.name, kind.id()));
-        let (allocs, wire) =
-            dispatch!(kind, &inputs, count_allocs(&inputs, alloc_iterations, kind));
+    let mut backends = Vec::with_capacity(jobs.len());
+    for (slot, &(g, f)) in jobs.iter().enumerate() {
+        progress(&format!("{}: allocations {} ({})", s.name, f.id(), g.id()));
+        let n = iterations[slot];
+        let alloc_n = set.alloc_iterations.min(n).max(1);
+        let (allocs, wire) = with_backend!(f, g, &inputs, |b| count_allocs(b, &inputs, alloc_n, f));
         let b = best[slot].expect("at least one pass");
-        let phase = |d: Duration| (per_msg_us(d, iterations) - timer / 1000.0).max(0.0);
+        let phase = |d: Duration| sig((per_msg_us(d, n) - set.timer_ns / 1000.0).max(0.0));
         backends.push(BackendResult {
-            id: kind.id(),
-            label: kind.label(),
-            total_us: per_msg_us(b.total, iterations),
+            id: f.id().to_owned(),
+            group: g,
+            label: f.label().to_owned(),
+            iterations: n,
+            total_us: sig(per_msg_us(b.total, n)),
             add_us: phase(b.add),
             serialize_us: phase(b.serialize),
             deserialize_us: phase(b.deserialize),
-            pass_totals_us: totals[slot].clone(),
+            pass_totals_us: totals[slot].iter().copied().map(sig).collect(),
             wire_bytes: wire.len(),
             zstd_bytes: zstd_len(&wire),
             allocs,
         });
     }
 
+    progress(&format!("{}: lookups", s.name));
+    let lookups = Some(lookups(&inputs, max, set));
+
     ScenarioResult {
-        name: s.name,
-        title: s.title,
+        name: s.name.to_owned(),
+        title: s.title.to_owned(),
         params: s.params,
         hint: s.hint,
         attachment_bytes: s.attachment,
-        iterations,
-        memcpy_us: memcpy.map(|d| per_msg_us(d, iterations)),
+        iterations: max,
         backends,
+        lookups,
+    }
+}
+
+fn built(inputs: &Inputs) -> Frame {
+    let mut f = mf::new_frame(inputs.hint);
+    mf::mf_fill(&mut f, inputs);
+    f
+}
+
+/// Minimum over passes of `run(n)`, a duration for `n` iterations, per
+/// iteration in ns; `n` fits the loop budget.
+fn min_per_iteration(set: &Settings, max: u64, mut run: impl FnMut(u64) -> Duration) -> f64 {
+    let one = run(1).max(Duration::from_nanos(1));
+    let fit = (set.loop_budget.as_secs_f64() / one.as_secs_f64()) as u64;
+    let n = fit.clamp(set.min_iterations.min(max), max);
+    (0..set.passes)
+        .map(|_| run(n).as_nanos() as f64 / n as f64)
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// messageframe's lookups of the last key: after building, after
+/// decoding, repeated.
+#[must_use]
+pub fn lookups(inputs: &Inputs, max: u64, set: &Settings) -> Lookups {
+    let (d, p, _) = inputs.last_key();
+    let wire = built(inputs).encode().expect("the frame encodes");
+    assert!(built(inputs).find(d, p).is_some(), "the last key is found");
+    let build_ns = min_per_iteration(set, max, |n| {
+        let t = Instant::now();
+        for _ in 0..n {
+            black_box(built(black_box(inputs)));
+        }
+        t.elapsed()
+    });
+    let build_find_ns = min_per_iteration(set, max, |n| {
+        let t = Instant::now();
+        for _ in 0..n {
+            let f = built(black_box(inputs));
+            black_box(f.find(black_box(d), black_box(p)));
+        }
+        t.elapsed()
+    });
+    let bracketed = |make: &dyn Fn() -> Frame| {
+        min_per_iteration(set, max, |n| {
+            let mut sum = Duration::ZERO;
+            for _ in 0..n {
+                let f = make();
+                let t = Instant::now();
+                black_box(f.find(black_box(d), black_box(p)));
+                sum += t.elapsed();
+            }
+            sum
+        }) - set.timer_ns
+    };
+    let first_built = bracketed(&|| built(black_box(inputs)));
+    let first_decoded = bracketed(&|| Frame::decode(black_box(&wire)).expect("valid frame"));
+    let frame = built(inputs);
+    let repeated = min_per_iteration(set, max * 100, |n| {
+        let t = Instant::now();
+        for _ in 0..n {
+            black_box(frame.find(black_box(d), black_box(p)));
+        }
+        t.elapsed()
+    });
+    Lookups {
+        build_us: sig(build_ns / 1000.0),
+        build_find_us: sig(build_find_ns / 1000.0),
+        first_find_built_ns: sig(first_built.max(0.0)),
+        first_find_decoded_ns: sig(first_decoded.max(0.0)),
+        repeated_find_ns: sig(repeated),
     }
 }
 
 /// One backend's results for one Order size. Times in ns per operation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct OrderBackendResult {
     /// [`OrderBackend::id`].
-    pub id: &'static str,
+    pub id: String,
     /// Table label.
-    pub label: &'static str,
+    pub label: String,
     /// Encoded size.
     pub bytes: usize,
     /// zstd (level 3) compressed size.
@@ -387,7 +524,7 @@ pub struct OrderBackendResult {
 }
 
 /// Order results for one item count.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct OrderResult {
     /// Items in the order.
     pub items: usize,
@@ -464,13 +601,13 @@ pub fn run_order(items: usize, set: &Settings, progress: &mut dyn FnMut(&str)) -
             let s2 = alloc::snapshot();
             alloc::set_counting(false);
             OrderBackendResult {
-                id: b.id(),
-                label: b.label(),
+                id: b.id().to_owned(),
+                label: b.label().to_owned(),
                 bytes: case.buf.len(),
                 zstd_bytes: zstd_len(&case.buf),
-                encode_ns: enc[slot],
+                encode_ns: sig(enc[slot]),
                 encode_allocs: AllocPerOp::from_total(s1 - s0, alloc_iterations),
-                decode_ns: dec[slot],
+                decode_ns: sig(dec[slot]),
                 decode_allocs: AllocPerOp::from_total(s2 - s1, alloc_iterations),
             }
         })
@@ -482,36 +619,27 @@ pub fn run_order(items: usize, set: &Settings, progress: &mut dyn FnMut(&str)) -
     }
 }
 
-/// Time to find the last key of a 1,024-parameter frame, ns (a cross-check
-/// of the criterion figure, which is the authoritative one).
-#[must_use]
-pub fn find_last_ns(divisor: u64, passes: u32) -> f64 {
-    let s = crate::scenario::SCENARIOS
-        .iter()
-        .find(|s| s.params == 1024 && s.hint.is_none())
-        .expect("large scenario");
-    let inputs = Inputs::new(s);
-    let mut frame = messageframe::Frame::new(messageframe::Header::default());
-    for ((d, p), v) in inputs
-        .devices
-        .iter()
-        .zip(&inputs.params)
-        .zip(&inputs.values)
-    {
-        frame.add(d, p, crate::backends::mf_value(v));
-    }
-    let (d, p) = (
-        inputs.devices.last().expect("n > 0"),
-        inputs.params.last().expect("n > 0"),
-    );
-    let n = (10_000_000 / divisor).max(1000);
-    let mut best = f64::INFINITY;
-    for _ in 0..passes {
-        let t = Instant::now();
-        for _ in 0..n {
-            black_box(frame.find(black_box(d), black_box(p)));
+#[cfg(test)]
+mod tests {
+    use super::sig;
+
+    #[test]
+    fn figures_keep_six_significant_digits_and_read_back_exactly() {
+        assert_eq!(sig(14.302388590000001), 14.3024);
+        assert_eq!(sig(0.000123456789), 0.000123457);
+        assert_eq!(sig(1_234_567.8), 1_234_570.0);
+        assert_eq!(sig(0.0), 0.0);
+        for x in [
+            14.302388590000001,
+            0.0594,
+            2099.77,
+            1e-7 / 3.0,
+            98_765_432.1,
+            0.1 + 0.2,
+        ] {
+            let y = sig(x);
+            let back: f64 = serde_json::from_str(&serde_json::to_string(&y).unwrap()).unwrap();
+            assert_eq!(back.to_bits(), y.to_bits(), "{x} -> {y}");
         }
-        best = best.min(t.elapsed().as_nanos() as f64 / n as f64);
     }
-    best
 }

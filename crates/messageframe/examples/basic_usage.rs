@@ -28,7 +28,7 @@ impl From<MessageType> for i32 {
     }
 }
 
-fn main() -> Result<(), messageframe::DecodeError> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Sender: message id and type from our own enums, source 50, target 99.
     let header = Header::new(MessageId::Telemetry, MessageType::Data, 50, 99).with_counter(1);
     let mut frame = Frame::new(header);
@@ -38,7 +38,7 @@ fn main() -> Result<(), messageframe::DecodeError> {
     frame.add("device_core", "uptime_s", 86_400);
 
     let mut buffer = Vec::new();
-    frame.encode_into(&mut buffer);
+    frame.encode_into(&mut buffer)?;
     println!(
         "encoded {} parameters into {} bytes",
         frame.len(),

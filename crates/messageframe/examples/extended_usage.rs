@@ -26,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let updated = frame.update("sdr_3", "rx_gain", 1.0);
     println!("update of a missing key changed something: {updated}");
 
-    let bytes = frame.encode();
+    let bytes = frame.encode()?;
     println!("SDR frame: {} params, {} bytes", frame.len(), bytes.len());
 
     // The receiver borrows the attachment straight from the buffer.
@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tx.add_flat(&gain, 30.0 + f64::from(tick));
         tx.add_flat(&temp, 41.5);
         buf.clear();
-        tx.encode_into(&mut buf);
+        tx.encode_into(&mut buf)?;
         rx.decode_from(&buf)?; // reuses rx's storage
         assert_eq!(
             rx.find_flat(&gain),
@@ -85,8 +85,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut newer = Frame::default();
     let future = UnknownValue::new(50, &[0x92, 0x01, 0x02]).expect("valid raw value");
     newer.add("future", "vector", ValueRef::Unknown(future));
-    let relayed = Frame::decode(&newer.encode())?.encode();
-    assert_eq!(relayed, newer.encode());
+    let relayed = Frame::decode(&newer.encode()?)?.encode()?;
+    assert_eq!(relayed, newer.encode()?);
     println!("relay kept the unknown tag 50 byte for byte");
 
     // --- Errors say what and where ----------------------------------------

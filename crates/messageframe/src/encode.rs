@@ -1,57 +1,24 @@
 //! The encoder: a frame into MessagePack bytes, exactly as the C++ library
 //! (msgpack-c) writes them.
 //!
-//! The MessagePack primitives are written here by hand rather than through
-//! `rmp::encode`: every element is a marker plus a big-endian payload pushed
-//! into a `Vec` whose capacity was reserved once for the whole frame, and the
-//! double rule (integral doubles as integers) is msgpack-c's, not rmp's. In
-//! the benchmark crate the raw-MessagePack rows' serialize phase is rmp's
-//! writer on the same parameters (without header and tags); this encoder's
-//! serialize phase is at or below it (docs/performance.md, per-phase table).
+//! The MessagePack primitives are in [`crate::wire::write`]; this module
+//! holds the frame's layout and msgpack-c's double rule (integral doubles as
+//! integers), which is not rmp's. In the benchmark crate the raw-MessagePack
+//! rows' serialize phase is rmp's writer on the same parameters (without
+//! header and tags); this encoder's serialize phase is at or below it
+//! (docs/performance.md, per-phase table).
 
+use crate::error::EncodeError;
 use crate::frame::Frame;
 use crate::header::Header;
 use crate::params::Slot;
 use crate::value::{TAG_BOOL, TAG_DOUBLE, TAG_INT, TAG_STRING};
+use bytes::Bytes;
 
-#[inline(always)]
-pub(crate) fn write_uint(out: &mut Vec<u8>, v: u64) {
-    if v < 0x80 {
-        out.push(v as u8);
-    } else if v <= u64::from(u8::MAX) {
-        out.extend_from_slice(&[0xcc, v as u8]);
-    } else if v <= u64::from(u16::MAX) {
-        let b = (v as u16).to_be_bytes();
-        out.extend_from_slice(&[0xcd, b[0], b[1]]);
-    } else if v <= u64::from(u32::MAX) {
-        let b = (v as u32).to_be_bytes();
-        out.extend_from_slice(&[0xce, b[0], b[1], b[2], b[3]]);
-    } else {
-        out.push(0xcf);
-        out.extend_from_slice(&v.to_be_bytes());
-    }
-}
-
-/// Shortest form; non-negative values use the unsigned markers (msgpack-c).
-#[inline(always)]
-pub(crate) fn write_int(out: &mut Vec<u8>, v: i64) {
-    if v >= 0 {
-        write_uint(out, v as u64);
-    } else if v >= -32 {
-        out.push(v as u8);
-    } else if v >= i64::from(i8::MIN) {
-        out.extend_from_slice(&[0xd0, v as u8]);
-    } else if v >= i64::from(i16::MIN) {
-        let b = (v as i16).to_be_bytes();
-        out.extend_from_slice(&[0xd1, b[0], b[1]]);
-    } else if v >= i64::from(i32::MIN) {
-        let b = (v as i32).to_be_bytes();
-        out.extend_from_slice(&[0xd2, b[0], b[1], b[2], b[3]]);
-    } else {
-        out.push(0xd3);
-        out.extend_from_slice(&v.to_be_bytes());
-    }
-}
+use crate::wire::write::{
+    int_len, len_prefix_len, uint_len, write_array_len, write_bin_data, write_bin_len, write_int,
+    write_map_len, write_str, write_uint, Out,
+};
 
 /// 2^64 as a double: the first value msgpack-c would convert with undefined
 /// behaviour. We keep it (and everything above) as float64.
@@ -83,77 +50,7 @@ fn double_repr(v: f64) -> DoubleRepr {
     DoubleRepr::Float(v)
 }
 
-#[inline]
-fn write_len(
-    out: &mut Vec<u8>,
-    len: usize,
-    fix: Option<(u8, usize)>,
-    m8: Option<u8>,
-    m16: u8,
-    m32: u8,
-) {
-    match fix {
-        Some((base, max)) if len <= max => return out.push(base | len as u8),
-        _ => {}
-    }
-    match m8 {
-        Some(m) if len <= usize::from(u8::MAX) => return out.extend_from_slice(&[m, len as u8]),
-        _ => {}
-    }
-    if len <= usize::from(u16::MAX) {
-        let b = (len as u16).to_be_bytes();
-        out.extend_from_slice(&[m16, b[0], b[1]]);
-    } else {
-        // Lengths are bounded to u32 where they enter a frame (add_attachment,
-        // the text arena), so this conversion cannot truncate.
-        let b = u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes();
-        out.extend_from_slice(&[m32, b[0], b[1], b[2], b[3]]);
-    }
-}
-
-#[inline(always)]
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &[u8]) {
-    let n = s.len();
-    // Keys and most string values are fixstrs: one marker byte. Up to 7
-    // bytes, marker and string go out as one fixed-size 8-byte write (then
-    // the length is cut back), not a call to `memcpy`.
-    if n < 8 && out.capacity() - out.len() >= 8 {
-        let word = 0xa0 | n as u64 | crate::key::le_value(s) << 8;
-        let len = out.len();
-        out.extend_from_slice(&word.to_le_bytes());
-        out.truncate(len + 1 + n);
-        return;
-    }
-    if n < 32 {
-        out.push(0xa0 | n as u8);
-    } else {
-        write_str_len(out, n);
-    }
-    out.extend_from_slice(s);
-}
-
-#[inline(never)]
-fn write_str_len(out: &mut Vec<u8>, len: usize) {
-    write_len(out, len, Some((0xa0, 31)), Some(0xd9), 0xda, 0xdb);
-}
-
-#[inline]
-pub(crate) fn write_bin(out: &mut Vec<u8>, b: &[u8]) {
-    write_len(out, b.len(), None, Some(0xc4), 0xc5, 0xc6);
-    out.extend_from_slice(b);
-}
-
-#[inline]
-pub(crate) fn write_array_len(out: &mut Vec<u8>, len: usize) {
-    write_len(out, len, Some((0x90, 15)), None, 0xdc, 0xdd);
-}
-
-#[inline]
-pub(crate) fn write_map_len(out: &mut Vec<u8>, len: usize) {
-    write_len(out, len, Some((0x80, 15)), None, 0xde, 0xdf);
-}
-
-pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header) {
+pub(crate) fn write_header(out: &mut impl Out, h: &Header) {
     // The common shape: a millisecond timestamp (uint64) and small ids, all
     // positive fixints: one write of 18 bytes.
     let small = [
@@ -199,26 +96,109 @@ pub(crate) fn write_header(out: &mut Vec<u8>, h: &Header) {
     write_uint(out, u64::from(h.flags()));
 }
 
-/// Upper bound of the encoded size, so that the output is reserved once.
-pub(crate) fn max_encoded_len(frame: &Frame) -> usize {
-    let params = frame.params();
-    // Header ≤ 2 + 8 * 9; map and array headers ≤ 5 each; per entry: key
-    // header 5, `0x92` + tag 2, value header or scalar 9 (an unknown value's
-    // tag ≤ 9 is covered by the 8 tag bytes it takes in the raw arena plus 1);
-    // per attachment: pair 1, name header 5, bin header 5.
-    80 + params.text().len()
-        + params.raw().len()
-        + params.len() * 17
-        + frame
-            .attachment_slots()
-            .iter()
-            .map(|a| a.data.len() + 11)
-            .sum::<usize>()
-        + frame.attachment_names_len()
+/// The longest string, bin, array or map MessagePack can express (its
+/// 32-bit length prefix).
+const MAX_LEN: usize = u32::MAX as usize;
+
+/// Upper bounds of a frame's encoded size, so that the output is reserved
+/// once: in all, and without the attachments' data (for writers that send
+/// the data from where it is).
+#[derive(Clone, Copy)]
+pub(crate) struct Bounds {
+    pub(crate) total: usize,
+    pub(crate) without_data: usize,
 }
 
-pub(crate) fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
-    out.reserve(max_encoded_len(frame));
+/// Checks that MessagePack can express the frame, and returns the upper
+/// bounds of its encoded size.
+///
+/// Parameters need no check of their own: a frame's text and raw arenas
+/// hold less than 4 GiB (their offsets are `u32`), so no key, string or
+/// unknown value is longer than `str32` can say. Attachments, kept as
+/// `Bytes` of any size, are checked one by one; the counts once.
+pub(crate) fn max_encoded_len(frame: &Frame) -> Result<Bounds, EncodeError> {
+    let params = frame.params();
+    let attachments = frame.attachment_slots();
+    // One comparison for both counts: both are below 2^32 exactly when
+    // their OR is.
+    if (params.len() | attachments.len()) > MAX_LEN {
+        return Err(too_many(params.len(), attachments.len()));
+    }
+    // Header ≤ 2 + 8 * 9; map and array headers ≤ 5 each; per entry: key
+    // header 5, `0x92` + tag 2, value header or scalar 9 (an unknown value's
+    // tag and value are its bytes in the raw arena); per attachment: pair 1,
+    // name header 5, bin header 5. The parameters' part cannot overflow: an
+    // entry (32 bytes) and the arenas live in this address space. The
+    // attachments may share one buffer many times, so on a 32-bit target
+    // their sizes can add up past `usize::MAX`: they saturate, and reserving
+    // `usize::MAX` bytes fails.
+    let mut n = 80 + params.text().len() + params.raw().len() + params.len() * 17;
+    n = n.saturating_add(frame.attachment_names_len());
+    let mut data = 0usize;
+    for (index, a) in attachments.iter().enumerate() {
+        let len = a.data.len();
+        if len > MAX_LEN {
+            return Err(EncodeError::AttachmentTooLarge { index, len });
+        }
+        let name = frame.attachment_name(a).len();
+        if name > MAX_LEN {
+            return Err(EncodeError::AttachmentNameTooLarge { index, len: name });
+        }
+        n = n.saturating_add(11);
+        data = data.saturating_add(len);
+    }
+    Ok(Bounds {
+        total: n.saturating_add(data),
+        without_data: n,
+    })
+}
+
+/// Which count is past what MessagePack can say.
+#[cold]
+fn too_many(params: usize, attachments: usize) -> EncodeError {
+    if params > MAX_LEN {
+        EncodeError::TooManyParams { count: params }
+    } else {
+        EncodeError::TooManyAttachments { count: attachments }
+    }
+}
+
+/// Makes room for `n` more bytes, or says the frame is too large for memory
+/// (`try_reserve`, not `reserve`: an error, not a panic or an abort).
+#[inline]
+fn reserve(out: &mut impl Out, n: usize) -> Result<(), EncodeError> {
+    if out.try_reserve(n) {
+        Ok(())
+    } else {
+        Err(EncodeError::OutOfMemory { needed: n })
+    }
+}
+
+/// Appends the encoded frame to `out`; on error `out` is unchanged.
+pub(crate) fn encode_frame(frame: &Frame, out: &mut impl Out) -> Result<(), EncodeError> {
+    let bounds = max_encoded_len(frame)?;
+    reserve(out, bounds.total)?;
+    write_frame(frame, out, |out, data| write_bin_data(out, data));
+    Ok(())
+}
+
+/// [`encode_frame`], with each attachment's data handed to `data` right
+/// after its bin header instead of copied into `out`, so that a writer can
+/// send it from where it is; only the rest is reserved in `out`.
+pub(crate) fn encode_frame_with<O: Out>(
+    frame: &Frame,
+    out: &mut O,
+    data: impl FnMut(&mut O, &Bytes),
+) -> Result<(), EncodeError> {
+    let bounds = max_encoded_len(frame)?;
+    reserve(out, bounds.without_data)?;
+    write_frame(frame, out, data);
+    Ok(())
+}
+
+/// Writes a frame that [`max_encoded_len`] accepted.
+#[inline]
+fn write_frame<O: Out>(frame: &Frame, out: &mut O, mut data: impl FnMut(&mut O, &Bytes)) {
     out.push(0x93);
     write_header(out, frame.header());
 
@@ -260,10 +240,10 @@ pub(crate) fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
                 write_str(out, &params.text().as_bytes()[start..start + len as usize]);
             }
             Slot::Unknown { start, len } => {
-                let (tag, raw) = params.unknown(start, len);
+                // The arena holds the tag, already in its shortest form,
+                // and the value: the pair's bytes after its `0x92`.
                 out.push(0x92);
-                write_int(out, tag);
-                out.extend_from_slice(raw);
+                out.extend_from_slice(params.unknown_wire(start, len));
             }
         }
     }
@@ -273,47 +253,15 @@ pub(crate) fn encode_frame(frame: &Frame, out: &mut Vec<u8>) {
     for a in attachments {
         out.push(0x92);
         write_str(out, frame.attachment_name(a).as_bytes());
-        write_bin(out, &a.data);
+        write_bin_len(out, a.data.len());
+        data(out, &a.data);
     }
 }
 
-/// Exact encoded size of a frame, without encoding it.
+/// Exact encoded size of a frame, without encoding it (saturating at
+/// `usize::MAX`, which only a 32-bit target can reach: see
+/// [`EncodeError::OutOfMemory`]).
 pub(crate) fn encoded_len(frame: &Frame) -> usize {
-    fn uint_len(v: u64) -> usize {
-        match v {
-            0..=0x7f => 1,
-            0x80..=0xff => 2,
-            0x100..=0xffff => 3,
-            0x1_0000..=0xffff_ffff => 5,
-            _ => 9,
-        }
-    }
-    fn int_len(v: i64) -> usize {
-        if v >= 0 {
-            uint_len(v as u64)
-        } else if v >= -32 {
-            1
-        } else if v >= i64::from(i8::MIN) {
-            2
-        } else if v >= i64::from(i16::MIN) {
-            3
-        } else if v >= i64::from(i32::MIN) {
-            5
-        } else {
-            9
-        }
-    }
-    fn len_prefix(len: usize, fix_max: Option<usize>, has8: bool) -> usize {
-        if fix_max.is_some_and(|max| len <= max) {
-            1
-        } else if has8 && len <= 0xff {
-            2
-        } else if len <= 0xffff {
-            3
-        } else {
-            5
-        }
-    }
     let h = frame.header();
     let mut n = 2
         + uint_len(h.timestamp())
@@ -325,10 +273,10 @@ pub(crate) fn encoded_len(frame: &Frame) -> usize {
         + uint_len(u64::from(h.version()))
         + uint_len(u64::from(h.flags()));
     let params = frame.params();
-    n += len_prefix(params.len(), Some(15), false);
+    n += len_prefix_len(params.len(), Some(15), false);
     for e in params.entries() {
         let key = params.key_bytes(e).len();
-        n += len_prefix(key, Some(31), true) + key + 2;
+        n += len_prefix_len(key, Some(31), true) + key + 2;
         n += match e.slot {
             Slot::Int(v) => int_len(v),
             Slot::Double(v) => match double_repr(v) {
@@ -337,22 +285,22 @@ pub(crate) fn encoded_len(frame: &Frame) -> usize {
                 DoubleRepr::Float(_) => 9,
             },
             Slot::Bool(_) => 1,
-            Slot::Str { len, .. } => len_prefix(len as usize, Some(31), true) + len as usize,
-            Slot::Unknown { start, len } => {
-                let (tag, raw) = params.unknown(start, len);
-                int_len(tag) - 1 + raw.len()
-            }
+            Slot::Str { len, .. } => len_prefix_len(len as usize, Some(31), true) + len as usize,
+            // The tag and value bytes, less the one tag byte counted above.
+            Slot::Unknown { len, .. } => len as usize - 1,
         };
     }
+    // Parameters live in this address space, attachments may share one
+    // buffer many times: their sizes are added with saturation.
     let attachments = frame.attachment_slots();
-    n += len_prefix(attachments.len(), Some(15), false);
+    n += len_prefix_len(attachments.len(), Some(15), false);
     for a in attachments {
         let name = frame.attachment_name(a).len();
-        n += 1
-            + len_prefix(name, Some(31), true)
-            + name
-            + len_prefix(a.data.len(), None, true)
-            + a.data.len();
+        let pair =
+            (1 + len_prefix_len(name, Some(31), true) + len_prefix_len(a.data.len(), None, true))
+                .saturating_add(name)
+                .saturating_add(a.data.len());
+        n = n.saturating_add(pair);
     }
     n
 }

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::key::InvalidKey;
+
 /// Which part of a frame was being read when decoding failed.
 ///
 /// Carried by [`DecodeError`] so that a message can say "in header field
@@ -111,9 +113,25 @@ impl fmt::Display for Limit {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// The input ended inside an element, or a length prefix claims more bytes
-    /// than remain.
-    Truncated,
+    /// The input ends inside an element, or a length prefix claims more bytes
+    /// than remain. The error's [offset](DecodeError::offset) is where the
+    /// element starts.
+    ///
+    /// `needed - available` is a lower bound of the bytes missing: a
+    /// stream reader that waits for that many more bytes makes progress,
+    /// though the frame may need more after this element.
+    #[non_exhaustive]
+    Truncated {
+        /// The element that does not fit: what the frame layout expects
+        /// where it starts (a string, binary data, a MessagePack value…).
+        element: Expected,
+        /// Bytes the element needs from its start, as far as its marker and
+        /// length prefix tell (at least this many: a container's elements
+        /// may need more).
+        needed: usize,
+        /// Bytes the input has from the element's start.
+        available: usize,
+    },
     /// A MessagePack element of the wrong type for its place (`found` is its
     /// marker byte).
     UnexpectedType {
@@ -144,12 +162,28 @@ pub enum ErrorKind {
     },
     /// A configured [`Limits`](crate::Limits) value was exceeded.
     LimitExceeded(Limit),
+    /// The frame is valid, but an owned [`Frame`](crate::Frame) cannot hold
+    /// it: its keys and string values together, or its unknown values
+    /// together, reach 4 GiB, past the 32-bit offsets of a frame's storage
+    /// (only a frame larger than 4 GiB can). A
+    /// [`FrameView`](crate::FrameView) reads it; the error's offset is the
+    /// key of the parameter that does not fit.
+    CapacityExceeded,
 }
 
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ErrorKind::Truncated => f.write_str("input is truncated"),
+            ErrorKind::Truncated {
+                element,
+                needed,
+                available,
+            } => write!(
+                f,
+                "input is truncated: {element} needs {needed} {}, only {available} {} left",
+                bytes(*needed),
+                if *available == 1 { "is" } else { "are" }
+            ),
             ErrorKind::UnexpectedType { expected, found } => {
                 write!(f, "expected {expected}, found marker 0x{found:02x}")
             }
@@ -166,9 +200,155 @@ impl fmt::Display for ErrorKind {
                 write!(f, "{count} trailing bytes after the frame")
             }
             ErrorKind::LimitExceeded(limit) => write!(f, "decode limit `{limit}` exceeded"),
+            ErrorKind::CapacityExceeded => f.write_str(
+                "the frame's keys and strings reach 4 GiB, more than a Frame holds \
+                 (FrameView reads it)",
+            ),
         }
     }
 }
+
+/// Why [`Frame::try_add`](crate::Frame::try_add) refused a parameter. The
+/// frame is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AddError {
+    /// The frame already holds this key ([`Frame::set`](crate::Frame::set)
+    /// replaces its value instead).
+    DuplicateKey,
+    /// The device name contains the key separator U+001F, so the key would
+    /// split differently when decoded.
+    InvalidKey(InvalidKey),
+    /// The frame's keys and string values would exceed 4 GiB − 1 bytes in
+    /// all (or its unknown values would), what one frame holds; a single
+    /// string that long is beyond MessagePack's `str32` anyway.
+    CapacityExceeded,
+}
+
+impl fmt::Display for AddError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AddError::DuplicateKey => f.write_str("the frame already holds this key"),
+            AddError::InvalidKey(e) => write!(f, "{e}"),
+            AddError::CapacityExceeded => {
+                f.write_str("the frame's keys and strings would exceed 4 GiB, what one frame holds")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AddError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AddError::InvalidKey(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a frame could not be encoded: it holds something MessagePack cannot
+/// express, or its encoding does not fit in memory. Nothing was written: the
+/// output buffer is as it was.
+///
+/// Every parameter a [`Frame`](crate::Frame) holds can be encoded (a frame
+/// holds at most 4 GiB of keys and strings); attachments are kept as
+/// [`Bytes`](crate::Bytes) of any size, and one longer than `bin32` can say
+/// is refused here.
+///
+/// ```
+/// use messageframe::{EncodeError, Frame};
+///
+/// let mut frame = Frame::default();
+/// frame.add_attachment("iq", vec![0u8; 16]);
+/// let mut buf = Vec::new();
+/// frame.encode_into(&mut buf)?;
+/// assert_eq!(buf.len(), frame.encoded_len());
+/// # Ok::<(), EncodeError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// An attachment's data is longer than MessagePack's `bin32` can say
+    /// (at most 4,294,967,295 bytes).
+    AttachmentTooLarge {
+        /// The attachment's position in the frame.
+        index: usize,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// An attachment's name is longer than a `str32` can say.
+    AttachmentNameTooLarge {
+        /// The attachment's position in the frame.
+        index: usize,
+        /// The name's length in bytes.
+        len: usize,
+    },
+    /// More parameters than a `map32` can count (4,294,967,295).
+    TooManyParams {
+        /// How many the frame holds.
+        count: usize,
+    },
+    /// More attachments than an `array32` can count (4,294,967,295).
+    TooManyAttachments {
+        /// How many the frame holds.
+        count: usize,
+    },
+    /// The output buffer could not grow by the `needed` bytes the encoding
+    /// may take: more than the allocator gives, or than the target can
+    /// address (a frame holding the same large [`Bytes`](crate::Bytes)
+    /// several times can need more than a 32-bit address space).
+    OutOfMemory {
+        /// Bytes the encoder asked to reserve (an upper bound of the
+        /// encoded size; `usize::MAX` if even that overflows).
+        needed: usize,
+    },
+    /// A buffer that cannot grow has less room than the frame takes
+    /// ([`Frame::encode_to_buf`](crate::Frame::encode_to_buf)); nothing was
+    /// written.
+    BufferTooSmall {
+        /// Bytes the encoded frame takes.
+        needed: usize,
+        /// Room the buffer had (`BufMut::remaining_mut`).
+        available: usize,
+    },
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::AttachmentTooLarge { index, len } => write!(
+                f,
+                "attachment #{index} is {len} bytes; MessagePack's bin32 holds at most {}",
+                u32::MAX
+            ),
+            EncodeError::AttachmentNameTooLarge { index, len } => write!(
+                f,
+                "the name of attachment #{index} is {len} bytes; MessagePack's str32 holds at \
+                 most {}",
+                u32::MAX
+            ),
+            EncodeError::TooManyParams { count } => write!(
+                f,
+                "{count} parameters; MessagePack's map32 holds at most {}",
+                u32::MAX
+            ),
+            EncodeError::TooManyAttachments { count } => write!(
+                f,
+                "{count} attachments; MessagePack's array32 holds at most {}",
+                u32::MAX
+            ),
+            EncodeError::OutOfMemory { needed } => {
+                write!(f, "cannot reserve {needed} bytes for the encoded frame")
+            }
+            EncodeError::BufferTooSmall { needed, available } => write!(
+                f,
+                "the frame takes {needed} bytes, the buffer has room for {available}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Inner {
@@ -187,10 +367,17 @@ struct Inner {
 /// ```
 /// use messageframe::{ErrorKind, Frame};
 ///
-/// let err = Frame::decode(&[0x93, 0x98]).unwrap_err();
-/// assert_eq!(err.kind(), &ErrorKind::Truncated);
+/// let err = Frame::decode(&[0x93, 0x98, 0xcf, 0x00]).unwrap_err();
+/// assert!(matches!(
+///     err.kind(),
+///     ErrorKind::Truncated { needed: 9, available: 2, .. }
+/// ));
 /// assert_eq!(err.offset(), 2);
-/// println!("{err}"); // "input is truncated at byte 2 (in header field `timestamp`)"
+/// assert_eq!(
+///     err.to_string(),
+///     "input is truncated: an integer at byte 2 needs 9 bytes, only 2 are left \
+///      (in header field `timestamp`)"
+/// );
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct DecodeError(Box<Inner>);
@@ -235,6 +422,16 @@ impl DecodeError {
     pub(crate) fn set_context(&mut self, context: Context) {
         self.0.context = context;
     }
+
+    /// A truncation names `element` (what the marker at its start says);
+    /// any other error is returned as it is.
+    #[cold]
+    pub(crate) fn in_element(mut self, element: Expected) -> Self {
+        if let ErrorKind::Truncated { element: e, .. } = &mut self.0.kind {
+            *e = element;
+        }
+        self
+    }
 }
 
 impl fmt::Debug for DecodeError {
@@ -247,13 +444,58 @@ impl fmt::Debug for DecodeError {
     }
 }
 
+fn bytes(n: usize) -> &'static str {
+    if n == 1 {
+        "byte"
+    } else {
+        "bytes"
+    }
+}
+
+impl DecodeError {
+    /// Whether the input holds no byte at all where a frame should start:
+    /// the one wording for an empty input, in the library and in `mframe`.
+    fn is_empty_input(&self) -> bool {
+        matches!(
+            self.0.kind,
+            ErrorKind::Truncated {
+                element: Expected::Array,
+                available: 0,
+                ..
+            }
+        ) && self.0.context == Context::Frame
+    }
+}
+
 impl fmt::Display for DecodeError {
+    /// One line: what, where and in which part of the frame. A truncation
+    /// names the element, where it starts, and how many bytes it needs and
+    /// has (``input is truncated: binary data at byte 160 needs 1048581
+    /// bytes, only 1840 are left (in attachment #0)``); an empty input says
+    /// so (`input is empty: no frame at byte 0`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} at byte {} (in {})",
-            self.0.kind, self.0.offset, self.0.context
-        )
+        let Inner {
+            kind,
+            offset,
+            context,
+        } = &*self.0;
+        if self.is_empty_input() {
+            return write!(f, "input is empty: no frame at byte {offset}");
+        }
+        match kind {
+            ErrorKind::Truncated {
+                element,
+                needed,
+                available,
+            } => write!(
+                f,
+                "input is truncated: {element} at byte {offset} needs {needed} {}, \
+                 only {available} {} left (in {context})",
+                bytes(*needed),
+                if *available == 1 { "is" } else { "are" }
+            ),
+            _ => write!(f, "{kind} at byte {offset} (in {context})"),
+        }
     }
 }
 

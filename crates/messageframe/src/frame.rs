@@ -6,10 +6,12 @@ use bytes::{Bytes, BytesMut};
 
 use crate::decode::Decoder;
 use crate::encode;
+use crate::error::{AddError, EncodeError};
 use crate::header::Header;
-use crate::key::FlatKey;
+use crate::key::{FlatKey, InvalidKey};
 use crate::params::{grown_capacity, Params, TEXT_BYTES_PER_PARAM};
 use crate::value::{ToValueRef, ValueRef};
+use crate::wire::write::copy_cached;
 use crate::DecodeError;
 
 /// A sizing hint for a new frame (`FrameConfig{initial_reserve}` in C++).
@@ -69,10 +71,11 @@ impl FrameConfig {
 }
 
 /// An attachment's slot: its name in the frame's name arena and its data.
+/// Any size: the encoder checks what MessagePack can express.
 #[derive(Clone)]
 pub(crate) struct AttachmentSlot {
-    name_start: u32,
-    name_len: u32,
+    name_start: usize,
+    name_len: usize,
     pub(crate) data: Bytes,
     /// The frame made `data` by copying (a decode, `add_attachment_copy`),
     /// so its buffer may be reused once nothing else holds it.
@@ -105,7 +108,7 @@ impl Attachments {
     fn with_capacity(count: usize) -> Self {
         Attachments {
             slots: Vec::with_capacity(count),
-            names: String::with_capacity(count * 16),
+            names: String::with_capacity(count.saturating_mul(16)),
             spare: Vec::new(),
         }
     }
@@ -129,7 +132,8 @@ impl Attachments {
                 BytesMut::with_capacity(data.len())
             }
         };
-        buf.extend_from_slice(data);
+        buf.reserve(data.len());
+        copy_cached(data, |piece| buf.extend_from_slice(piece));
         buf.freeze()
     }
 
@@ -144,7 +148,9 @@ impl Attachments {
         let (len, old_cap) = (self.slots.len(), self.slots.capacity());
         let cap = old_cap.max(len.saturating_add(count));
         if cap > old_cap {
-            charge(cap * std::mem::size_of::<AttachmentSlot>())?;
+            // Saturating: on a 32-bit target the product can pass
+            // `usize::MAX`, and the budget must then refuse, not wrap.
+            charge(cap.saturating_mul(std::mem::size_of::<AttachmentSlot>()))?;
             self.slots.reserve_exact(cap - len);
         }
         Ok(())
@@ -190,31 +196,19 @@ impl Attachments {
         }
     }
 
-    /// # Panics
-    ///
-    /// If the data or the names reach 4 GiB (MessagePack's limit).
     pub(crate) fn push(&mut self, name: &str, data: Bytes, own_copy: bool) {
-        assert!(
-            u32::try_from(data.len()).is_ok(),
-            "attachment data must be shorter than 4 GiB"
-        );
         let name_start = self.names.len();
-        assert!(
-            u32::try_from(name_start + name.len()).is_ok(),
-            "attachment names are limited to 4 GiB in all"
-        );
         self.names.push_str(name);
         self.slots.push(AttachmentSlot {
-            name_start: name_start as u32,
-            name_len: name.len() as u32,
+            name_start,
+            name_len: name.len(),
             data,
             own_copy,
         });
     }
 
     fn name(&self, a: &AttachmentSlot) -> &str {
-        let start = a.name_start as usize;
-        &self.names[start..start + a.name_len as usize]
+        &self.names[a.name_start..a.name_start + a.name_len]
     }
 }
 
@@ -233,11 +227,11 @@ impl Attachments {
 /// frame.add("device_core", "fw_version", "v3.2.1");
 /// frame.add_attachment("raw", vec![1u8, 2, 3]);
 ///
-/// let bytes = frame.encode();
+/// let bytes = frame.encode()?;
 /// let back = Frame::decode(&bytes)?;
 /// assert_eq!(back.find("sensor_alpha", "voltage").and_then(|v| v.as_f64()), Some(12.6));
 /// assert_eq!(back, frame);
-/// # Ok::<(), messageframe::DecodeError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct Frame {
@@ -298,15 +292,29 @@ impl Frame {
         self.header = header;
     }
 
-    /// Appends `(device, param) = value` in O(1) without checking for an
-    /// existing key (the C++ `add`). Use [`set`](Frame::set) to upsert.
+    /// Appends `(device, param) = value` in O(1) without looking the key up
+    /// (the C++ `add`). Use [`set`](Frame::set) to upsert, or
+    /// [`try_add`](Frame::try_add) for an insert that checks.
     ///
-    /// Adding a key twice is a caller bug: debug builds panic; release builds
-    /// keep both entries (both are encoded, lookups find the first).
+    /// `add` behaves the same in debug and release builds: it never checks
+    /// for an existing key and never panics on one. Adding a key twice keeps
+    /// both entries (both are encoded, as a relay keeps the duplicates it
+    /// receives; lookups find the first). A `device` containing U+001F (the
+    /// key separator) is stored as given, and a decoder splits that key at
+    /// its first separator, so it comes back as another `(device, param)`
+    /// ([`FlatKey::new`] and `try_add` refuse such a device). (The C++
+    /// library asserts on duplicates in debug builds only; a check that only
+    /// debug builds make, with a lookup that builds the index, made debug
+    /// tests exercise other code than release builds run.)
     ///
-    /// `device` must not contain U+001F (the key separator): such a key would
-    /// split differently when decoded. Debug builds assert this; use
-    /// [`FlatKey::new`] to check it at run time.
+    /// ```
+    /// # use messageframe::Frame;
+    /// let mut frame = Frame::default();
+    /// frame.add("sdr_1", "rx_gain", 30.0);
+    /// frame.add("sdr_1", "rx_gain", 31.0); // a caller bug, but no panic
+    /// assert_eq!(frame.len(), 2);
+    /// assert_eq!(frame.find("sdr_1", "rx_gain").unwrap().as_f64(), Some(30.0));
+    /// ```
     ///
     /// ```
     /// # use messageframe::Frame;
@@ -320,26 +328,55 @@ impl Frame {
     ///
     /// # Panics
     ///
-    /// If the frame's text (keys and string values) would exceed 4 GiB.
+    /// If the frame's keys and string values would exceed 4 GiB − 1 bytes in
+    /// all (or its unknown values would): one frame's capacity, whose
+    /// offsets are 32-bit, as `Vec::push` panics past a `Vec`'s. A single
+    /// string that long is beyond MessagePack's `str32` anyway.
+    /// [`try_add`](Frame::try_add) returns an error instead. `set`, `update`
+    /// and their `_flat` forms have the same capacity.
     #[inline(always)]
     pub fn add(&mut self, device: &str, param: &str, value: impl ToValueRef) {
-        debug_assert!(
-            !device.contains(crate::key::SEPARATOR),
-            "device name {device:?} contains the key separator U+001F"
-        );
-        debug_assert!(
-            self.find(device, param).is_none(),
-            "Frame::add: duplicate key ({device:?}, {param:?}); use set() to upsert"
-        );
         self.params.push(device, param, None, value.to_value_ref());
+    }
+
+    /// [`add`](Frame::add) that checks first, and changes nothing when it
+    /// refuses: [`AddError::DuplicateKey`] if the frame holds the key
+    /// already, [`AddError::InvalidKey`] if `device` contains U+001F,
+    /// [`AddError::CapacityExceeded`] if the frame's text would pass 4 GiB
+    /// (where `add` panics). It looks the key up, so it costs a lookup more
+    /// than `add` (O(1) amortized: see [`find`](Frame::find)).
+    ///
+    /// ```
+    /// use messageframe::{AddError, Frame};
+    ///
+    /// let mut frame = Frame::default();
+    /// frame.try_add("sdr_1", "rx_gain", 30.0)?;
+    /// assert_eq!(frame.try_add("sdr_1", "rx_gain", 31.0), Err(AddError::DuplicateKey));
+    /// assert!(matches!(frame.try_add("a\u{1f}b", "c", 1), Err(AddError::InvalidKey(_))));
+    /// assert_eq!(frame.len(), 1);
+    /// assert_eq!(frame.find("sdr_1", "rx_gain").unwrap().as_f64(), Some(30.0));
+    /// # Ok::<(), AddError>(())
+    /// ```
+    pub fn try_add(
+        &mut self,
+        device: &str,
+        param: &str,
+        value: impl ToValueRef,
+    ) -> Result<(), AddError> {
+        InvalidKey::check(device).map_err(AddError::InvalidKey)?;
+        if self.contains(device, param) {
+            return Err(AddError::DuplicateKey);
+        }
+        let value = value.to_value_ref();
+        if !self.params.fits(device, param, value) {
+            return Err(AddError::CapacityExceeded);
+        }
+        self.params.push(device, param, None, value);
+        Ok(())
     }
 
     /// [`add`](Frame::add) with a pre-composed key: the key's hash is reused.
     pub fn add_flat(&mut self, key: &FlatKey, value: impl ToValueRef) {
-        debug_assert!(
-            self.find_flat(key).is_none(),
-            "Frame::add_flat: duplicate key {key:?}; use set_flat() to upsert"
-        );
         self.params.push(
             key.device(),
             key.param(),
@@ -359,6 +396,10 @@ impl Frame {
     /// assert_eq!(frame.len(), 1);
     /// assert_eq!(frame.find("sdr_1", "rx_gain").unwrap().as_f64(), Some(31.5));
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// Past a frame's capacity, as [`add`](Frame::add).
     pub fn set(&mut self, device: &str, param: &str, value: impl ToValueRef) {
         self.upsert(device, param, None, value.to_value_ref());
     }
@@ -395,6 +436,10 @@ impl Frame {
     /// assert!(frame.update("sdr_1", "rx_gain", 12));
     /// assert_eq!(frame.find("sdr_1", "rx_gain").unwrap().as_i64(), Some(12));
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// Past a frame's capacity, as [`add`](Frame::add).
     #[must_use = "update changes nothing when the key is absent; use set() to insert"]
     pub fn update(&mut self, device: &str, param: &str, value: impl ToValueRef) -> bool {
         self.update_at(device, param, None, value.to_value_ref())
@@ -502,9 +547,10 @@ impl Frame {
     /// assert_eq!((name, data.len(), data.as_ptr()), ("raw_iq", 4096, ptr));
     /// ```
     ///
-    /// # Panics
-    ///
-    /// If the data or the name is 4 GiB or longer (MessagePack's limit).
+    /// Data of any size is kept; MessagePack's `bin32` holds at most
+    /// 4 GiB − 1 bytes, so [`encode_into`](Frame::encode_into) returns
+    /// [`EncodeError::AttachmentTooLarge`] for a larger one (nothing
+    /// panics).
     pub fn add_attachment(&mut self, name: &str, data: impl Into<Bytes>) {
         self.attachments.push(name, data.into(), false);
     }
@@ -529,9 +575,8 @@ impl Frame {
     /// assert_eq!(frame.attachment("iq").unwrap().as_ptr(), first);
     /// ```
     ///
-    /// # Panics
-    ///
-    /// If the data or the name is 4 GiB or longer (MessagePack's limit).
+    /// As with [`add_attachment`](Frame::add_attachment), data of any size is
+    /// kept and the encoder refuses what MessagePack cannot express.
     pub fn add_attachment_copy(&mut self, name: &str, data: &[u8]) {
         let data = self.attachments.copy_of(data);
         self.attachments.push(name, data, true);
@@ -584,23 +629,36 @@ impl Frame {
     ///     frame.clear();
     ///     frame.add("dev", "i", i);
     ///     buf.clear();
-    ///     frame.encode_into(&mut buf);
+    ///     frame.encode_into(&mut buf)?;
     ///     assert_eq!(buf.len(), frame.encoded_len());
     /// }
+    /// # Ok::<(), messageframe::EncodeError>(())
     /// ```
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
-        encode::encode_frame(self, out);
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError`] when MessagePack cannot express the frame (an
+    /// attachment or its name of 4 GiB or more, more than 4,294,967,295
+    /// parameters or attachments) or its encoding does not fit in memory.
+    /// `out` is then unchanged. Parameters never cause an error: a frame
+    /// only holds what can be encoded (see [`add`](Frame::add)).
+    pub fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        encode::encode_frame(self, out)
     }
 
     /// Encodes into a new `Vec` (one allocation).
-    #[must_use]
-    pub fn encode(&self) -> Vec<u8> {
+    ///
+    /// # Errors
+    ///
+    /// As [`encode_into`](Frame::encode_into).
+    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
         let mut out = Vec::new();
-        encode::encode_frame(self, &mut out);
-        out
+        encode::encode_frame(self, &mut out)?;
+        Ok(out)
     }
 
-    /// The exact number of bytes [`encode`](Frame::encode) produces.
+    /// The exact number of bytes [`encode`](Frame::encode) produces (for a
+    /// frame it can encode).
     #[must_use]
     pub fn encoded_len(&self) -> usize {
         encode::encoded_len(self)
@@ -626,11 +684,11 @@ impl Frame {
     /// out.add("a", "x", 1);
     /// let mut src = Frame::default();
     /// src.add("b", "y", 2.5);
-    /// out.decode_from(&src.encode())?;
+    /// out.decode_from(&src.encode()?)?;
     /// assert_eq!(out, src);
     /// assert!(out.decode_from(b"\x93junk").is_err());
     /// assert!(out.is_empty());
-    /// # Ok::<(), messageframe::DecodeError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn decode_from(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
         Decoder::new().decode_into(self, bytes)
@@ -719,6 +777,75 @@ impl fmt::Debug for Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::write::{CACHED_COPY_CHUNK, CACHED_COPY_MAX};
+
+    #[test]
+    fn attachments_copied_in_pieces_arrive_whole_in_the_frame_and_the_wire() {
+        let chunk = CACHED_COPY_CHUNK;
+        for len in [
+            0,
+            1,
+            chunk - 1,
+            chunk,
+            chunk + 1,
+            3 * chunk + 7,
+            CACHED_COPY_MAX + 1,
+        ] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 31 + i / 251) as u8).collect();
+            let mut pieces = 0;
+            copy_cached(&data, |p| {
+                assert!(p.len() <= chunk || len > CACHED_COPY_MAX);
+                pieces += 1;
+            });
+            assert!(pieces >= 1);
+            let mut frame = Frame::default();
+            frame.add("d", "p", 1);
+            frame.add_attachment_copy("a", &data);
+            assert_eq!(frame.attachment("a").map(|b| &b[..]), Some(&data[..]));
+            let wire = frame.encode().expect("the frame encodes");
+            let back = Frame::decode(&wire).expect("valid frame");
+            assert_eq!(
+                back.attachment("a").map(|b| &b[..]),
+                Some(&data[..]),
+                "{len} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn the_attachment_table_charge_saturates_instead_of_wrapping() {
+        // As for the entry table (params.rs): a count whose table would pass
+        // `usize::MAX` bytes is charged as `usize::MAX`, never wrapped.
+        let mut attachments = Attachments::default();
+        let mut charged = 0;
+        let refused = attachments.reserve_charged(usize::MAX / 16, |bytes| {
+            charged = bytes;
+            crate::decode::Budget::new(usize::MAX).charge(bytes)
+        });
+        assert!(refused.is_err());
+        assert_eq!(charged, usize::MAX);
+        assert_eq!(attachments.slots.capacity(), 0);
+    }
+
+    #[test]
+    fn add_never_looks_a_key_up_in_any_build() {
+        // A lookup past 8 entries (after a few scans) builds the index;
+        // `add` never looks keys up, so neither a debug nor a release build
+        // ever builds it, even for duplicates.
+        let mut frame = Frame::default();
+        for round in 0..3 {
+            for k in 0..20 {
+                frame.add("d", &format!("p{k}"), round);
+            }
+        }
+        assert_eq!(frame.len(), 60);
+        assert!(!frame.params.index_built());
+        // A lookup does build it, eventually; `try_add` looks up.
+        for _ in 0..crate::params::SCAN_BUDGET + 1 {
+            assert!(frame.try_add("d", "p0", 1).is_err());
+        }
+        assert!(frame.params.index_built());
+    }
 
     #[test]
     fn spare_attachment_buffers_never_outnumber_the_attachments_held() {

@@ -132,10 +132,10 @@ impl Header {
     /// use messageframe::{Frame, Header};
     ///
     /// let frame = Frame::new(Header::new(42, 7, 1, 2).with_timestamp(5));
-    /// let bytes = frame.encode();
+    /// let bytes = frame.encode()?;
     /// let header = Header::peek(&bytes)?;
     /// assert_eq!(header, *frame.header());
-    /// # Ok::<(), messageframe::DecodeError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek(bytes: &[u8]) -> Result<Header, DecodeError> {
         crate::decode::peek_header(bytes)
@@ -148,22 +148,26 @@ impl Header {
     /// UTF-8-checked or type-checked). A router uses it to forward a frame,
     /// or to walk a stream of frames, reading only headers.
     ///
+    /// It uses the default [`Limits`](crate::Limits): a frame larger than
+    /// 256 MiB is [`ErrorKind::LimitExceeded`](crate::ErrorKind::LimitExceeded).
+    /// [`Decoder::peek_frame`](crate::Decoder::peek_frame) takes yours.
+    ///
     /// ```
     /// use messageframe::{Frame, Header};
     ///
     /// let mut frame = Frame::new(Header::new(1, 2, 3, 4));
     /// frame.add_attachment("iq", vec![0u8; 100_000]);
-    /// let mut stream = frame.encode();
-    /// stream.extend_from_slice(&frame.encode());
+    /// let mut stream = frame.encode()?;
+    /// stream.extend_from_slice(&frame.encode()?);
     ///
     /// let (header, len) = Header::peek_frame(&stream)?;
     /// assert_eq!((header.target(), len), (4, stream.len() / 2));
     /// let (_, len2) = Header::peek_frame(&stream[len..])?;
     /// assert_eq!(len + len2, stream.len());
-    /// # Ok::<(), messageframe::DecodeError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn peek_frame(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
-        crate::decode::peek_frame(bytes)
+        crate::decode::peek_frame(&crate::Limits::default(), bytes)
     }
 
     /// Builder: sets the timestamp (ms since the UNIX epoch).

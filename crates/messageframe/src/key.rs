@@ -12,11 +12,26 @@ pub const SEPARATOR: char = '\u{1f}';
 pub(crate) const SEPARATOR_BYTE: u8 = 0x1f;
 
 /// The hasher every key hash starts from. The seed is random per process
-/// (crafted keys cannot be precomputed to collide) and fixed within it (a
-/// [`FlatKey`]'s stored hash is valid for every frame).
+/// and fixed within it (a [`FlatKey`]'s stored hash is valid for every
+/// frame). The seed makes collisions hard to precompute, but it is not what
+/// keeps lookups fast under attack: the index bounds its probes and falls
+/// back to an ordered search whatever the hashes are (src/index.rs,
+/// docs/security.md).
 #[inline(always)]
 fn hasher() -> foldhash::fast::FoldHasher<'static> {
-    SeedableRandomState::with_seed(0x6d66_7261_6d65, SharedSeed::global_random()).build_hasher()
+    SeedableRandomState::with_seed(0x6d66_7261_6d65, shared_seed()).build_hasher()
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+fn shared_seed() -> &'static SharedSeed {
+    SharedSeed::global_random()
+}
+
+/// The tests' hook may fix the seed (`test_hooks::fix_hash_seed`).
+#[cfg(feature = "test-hooks")]
+fn shared_seed() -> &'static SharedSeed {
+    crate::hooks::test_hooks::seed()
 }
 
 /// Hashes a key by its two parts, so that a lookup by `(device, param)`
@@ -33,7 +48,7 @@ pub(crate) fn hash_parts(device: &[u8], param: &[u8]) -> u64 {
             h.write(param);
             // The lengths keep ("ab", "c") and ("a", "bc") apart.
             h.write_u64((device.len() as u64) << 32 | param.len() as u64);
-            h.finish()
+            crate::hooks::finish_hash(h.finish())
         }
     }
 }
@@ -185,20 +200,61 @@ impl ComposedKey {
         Some(ComposedKey { len, words })
     }
 
-    /// The key's hash (see [`hash_parts`]). The words and the length
-    /// identify the joined bytes.
+    /// The key of at most 16 bytes that is already joined in memory (a flat
+    /// key with its separator, as a frame's text arena holds it): two loads
+    /// instead of joining the parts in registers. `None` if it is longer.
+    #[inline(always)]
+    pub(crate) fn from_joined(key: &[u8]) -> Option<ComposedKey> {
+        let len = key.len();
+        let words = if len <= 8 {
+            (short_word(key), 0)
+        } else if len <= 16 {
+            (word_at(key, 0), word_at(key, len - 8))
+        } else {
+            return None;
+        };
+        Some(ComposedKey { len, words })
+    }
+
+    /// The key's hash (see [`hash_parts`]): one folded multiply of the
+    /// words, the length mixed into the second. (foldhash's `write_u64` of
+    /// the length would cost a second multiply, on every `add` to an
+    /// indexed frame and every lookup; two keys whose words then agree
+    /// differ in length and are still told apart by the comparison.)
     #[inline(always)]
     pub(crate) fn hash(&self) -> u64 {
         let mut h = hasher();
-        h.write_u128(u128::from(self.words.0) | u128::from(self.words.1) << 64);
-        h.write_u64(self.len as u64);
-        h.finish()
+        let second = self.words.1 ^ self.len as u64;
+        h.write_u128(u128::from(self.words.0) | u128::from(second) << 64);
+        crate::hooks::finish_hash(h.finish())
     }
 
     /// The key's length in bytes (at most 16).
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The joined key's bytes (the first [`len`](Self::len) of the array),
+    /// rebuilt from the words, which hold every byte. For the cold paths
+    /// that need the key itself (the index's ordered fallback), so that the
+    /// hot lookup keeps only the words alive, not the parts.
+    pub(crate) fn to_bytes(self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        let n = self.len;
+        let w = self.words.0;
+        if n > 8 {
+            b[..8].copy_from_slice(&w.to_le_bytes());
+            b[n - 8..n].copy_from_slice(&self.words.1.to_le_bytes());
+        } else if n >= 4 {
+            b[..4].copy_from_slice(&(w as u32).to_le_bytes());
+            b[n - 4..n].copy_from_slice(&((w >> 32) as u32).to_le_bytes());
+        } else if n > 0 {
+            b[0] = w as u8;
+            b[n / 2] = (w >> 8) as u8;
+            b[n - 1] = (w >> 16) as u8;
+        }
+        b
     }
 
     /// Whether `key`, which the caller has checked is [`len`](Self::len)
@@ -311,6 +367,19 @@ impl fmt::Display for InvalidKey {
 
 impl std::error::Error for InvalidKey {}
 
+impl InvalidKey {
+    /// The error for this device name, if it contains the separator.
+    pub(crate) fn check(device: &str) -> Result<(), InvalidKey> {
+        if device.as_bytes().contains(&SEPARATOR_BYTE) {
+            Err(InvalidKey {
+                device: device.to_owned(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// A pre-composed `(device, parameter)` key with its hash, for hot loops that
 /// touch the same parameter in every message (`FlatKey::compose` in C++).
 ///
@@ -419,6 +488,10 @@ mod tests {
                 };
                 assert_eq!(k.len(), joined.len());
                 assert!(k.eq_same_len(&joined), "{joined:?}");
+                assert_eq!(&k.to_bytes()[..k.len()], &joined[..]);
+                let from_joined = ComposedKey::from_joined(&joined).expect("16 bytes at most");
+                assert_eq!(from_joined.words, k.words, "{joined:?}");
+                assert_eq!(from_joined.hash(), k.hash(), "{joined:?}");
                 // Any one byte changed is a different key.
                 for i in 0..joined.len() {
                     let mut other = joined.clone();
@@ -444,6 +517,42 @@ mod tests {
             assert_eq!(le_value(&b), u64::from_le_bytes(expected), "{n} bytes");
             assert_eq!(short_word_of(le_value(&b), n), short_word(&b), "{n} bytes");
         }
+    }
+
+    #[test]
+    fn word_wide_helpers_give_the_byte_by_byte_answers_at_every_length() {
+        // Built from explicit little-endian loads, so the answers are the
+        // same on a big-endian target (the Miri run on s390x checks it).
+        for n in 0..40usize {
+            let a: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(bytes_eq(&a, &a.clone()), "{n} bytes");
+            assert!(is_ascii(&a));
+            for i in 0..n {
+                let mut b = a.clone();
+                b[i] ^= 0x01;
+                assert!(!bytes_eq(&a, &b), "{n} bytes, byte {i}");
+                b[i] = 0x80 | a[i];
+                assert!(!is_ascii(&b), "{n} bytes, high byte at {i}");
+            }
+            assert!(!bytes_eq(&a, &a[..n.saturating_sub(1)]) || n == 0);
+        }
+        // A key hashes the same whether composed or hashed by its parts.
+        for (d, p) in [
+            ("d", "p"),
+            ("sdr_1", "rx_gain"),
+            ("", "x"),
+            ("device_12345", "p"),
+        ] {
+            let k = ComposedKey::new(d.as_bytes(), p.as_bytes()).unwrap();
+            assert_eq!(k.hash(), hash_parts(d.as_bytes(), p.as_bytes()));
+            assert_eq!(FlatKey::new(d, p).unwrap().hash(), k.hash());
+        }
+        let long = "a_long_device_name";
+        assert_eq!(
+            FlatKey::new(long, "p").unwrap().hash(),
+            hash_parts(long.as_bytes(), b"p")
+        );
+        assert_ne!(hash_parts(b"ab", b"c"), hash_parts(b"a", b"bc"));
     }
 
     #[test]

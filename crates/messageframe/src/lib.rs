@@ -19,7 +19,7 @@
 //!
 //! // Encode into a reused buffer.
 //! let mut buf = Vec::new();
-//! frame.encode_into(&mut buf);
+//! frame.encode_into(&mut buf)?;
 //!
 //! // A router reads only the header.
 //! assert_eq!(Header::peek(&buf)?.target(), 99);
@@ -32,8 +32,13 @@
 //! let view = FrameView::new(&buf)?;
 //! assert_eq!(view.find("device_core", "fw_version").and_then(|v| v.as_str()), Some("v3.2.1"));
 //! assert_eq!(view.attachment("raw_iq").map(<[u8]>::len), Some(4096));
-//! # Ok::<(), messageframe::DecodeError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Frames on byte streams (TCP, serial links, pipes, files of concatenated
+//! frames): [`FrameReader`] and [`FrameWriter`] over `std::io`, built on the
+//! incremental [`FrameScanner`]; with the `tokio` feature, the `codec` module
+//! has codecs for tokio-util's `FramedRead` and `FramedWrite`.
 //!
 //! The wire format is specified in `docs/wire-format.md`; the storage design
 //! in `docs/architecture.md`.
@@ -44,26 +49,40 @@
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![doc(test(attr(deny(warnings))))]
 
+extern crate alloc;
+
+#[cfg(feature = "tokio")]
+pub mod codec;
 mod decode;
 mod encode;
 mod error;
 mod frame;
 mod header;
+mod hooks;
 mod index;
 mod key;
 mod params;
+mod stream;
 mod utf8;
 mod value;
 mod view;
+mod wire;
 
 pub use bytes::Bytes;
 pub use decode::{Decoder, Limits};
-pub use error::{Context, DecodeError, ErrorKind, Expected, Limit};
+pub use error::{AddError, Context, DecodeError, EncodeError, ErrorKind, Expected, Limit};
 pub use frame::{Frame, FrameConfig};
 pub use header::{now_millis, Header};
 pub use key::{FlatKey, InvalidKey, SEPARATOR};
-pub use value::{ToValueRef, UnknownValue, Value, ValueRef, ValueType};
+pub use stream::{FrameReader, FrameScanner, FrameWriter, Scan, StreamError};
+pub use value::{ToValueRef, UnknownValue, UnknownValueBuf, Value, ValueRef, ValueType};
 pub use view::{FrameView, ViewAttachments, ViewParams};
+
+/// Instrumentation for the crate's own hash-flooding tests (feature
+/// `test-hooks`, never for production: it lets a test fix the hash seed).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub use hooks::test_hooks;
 
 /// The README's examples, compiled and run as doc tests so they cannot rot.
 #[doc = include_str!("../../../README.md")]

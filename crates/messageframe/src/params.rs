@@ -10,15 +10,39 @@
 //! - up to [`LINEAR_MAX`] entries a lookup is a linear scan (cheaper than
 //!   hashing); past that an index ([`Index`]) makes it O(1).
 
+use std::cmp;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use crate::hooks::count_comparisons;
 use crate::index::Index;
 use crate::key::{bytes_eq, find_separator, hash_parts, ComposedKey};
 use crate::value::{UnknownValue, ValueRef};
 
 /// Up to this many entries, lookups scan; past it, the index is kept.
 pub(crate) const LINEAR_MAX: usize = 8;
+
+/// A table being filled by `add` (or `set`, or a view's `to_frame`) that
+/// grows past this many entries starts its index then and keeps it up to
+/// date while it is filled (in blocks of [`PUSH_BLOCK`]), so that its first
+/// lookup costs about what any lookup costs (issue 14: at 1,024 parameters
+/// it was a full scan, 0.6 µs, against the C++ library's 0.07 µs, whose map
+/// is built while adding), unless the table learnt that lookups are
+/// unlikely (see [`Table`]). Below it a first lookup scans at most this
+/// many entries (about 50 ns), and adding hashes nothing: frames of up to
+/// 64 parameters add as fast as before.
+pub(crate) const INDEX_ON_PUSH: usize = 64;
+
+/// [`Table::index_from`] of a table whose pushes do not index.
+const NEVER: usize = usize::MAX;
+
+/// A table whose pushes index does so in blocks of this many pushes, in a
+/// loop out of line, rather than at every push: a call per push put the
+/// call, and the reload of what it may have changed, into every `add`'s
+/// dependency chain (twice the time of filling a 1,024-parameter frame,
+/// measured; a block of 8 is an eighth of that). A lookup that takes the
+/// index over first adds the at most 7 entries still pending.
+const PUSH_BLOCK: usize = 8;
 
 /// Average text bytes per parameter assumed by a sizing hint that gives only
 /// a parameter count (key plus string value).
@@ -38,8 +62,9 @@ pub(crate) enum Slot {
         start: u32,
         len: u32,
     },
-    /// An unknown tag: `raw[start..start + 8]` is the tag (little endian),
-    /// the rest up to `start + len` is the value's MessagePack bytes.
+    /// An unknown tag: `raw[start..start + len]` is the tag in its shortest
+    /// MessagePack form, then the value's MessagePack bytes: exactly what
+    /// follows the pair's `0x92` on the wire.
     Unknown {
         start: u32,
         len: u32,
@@ -69,22 +94,53 @@ pub(crate) struct Params {
 /// the end (see `decode`), and so that key comparisons never pay for `str`
 /// char-boundary checks.
 ///
-/// The index is built on demand and from then on kept up to date by every
-/// push, so filling and decoding a frame never hash a key unless someone
-/// looks keys up. Up to [`LINEAR_MAX`] entries lookups always scan. Past
-/// that, lookups scan until the entries they have scanned add up to
-/// [`SCAN_BUDGET`] times the entry count (a handful of lookups, cheaper than
-/// building an index that would serve only them), then the next lookup
-/// builds the index and every lookup after it is O(1). This is the
-/// ski-rental rule: total lookup work is at most about twice what the best
-/// choice in hindsight would have cost, and lookups are O(1) amortized.
+/// Once in use, the index is kept up to date by every push. It comes from:
+/// - pushes ([`index_from`](Table::index_from)): a table filled past
+///   [`INDEX_ON_PUSH`] entries indexes its keys as they are pushed, in
+///   blocks of [`PUSH_BLOCK`], into the spare slot, and its first lookup
+///   takes that index over (a lock, a move, and at most 7 pending keys)
+///   instead of scanning. This costs every push past the threshold a hash
+///   and an insert (filling 1,024 parameters took about 60 % longer), which
+///   pays off from about five lookups on: so a reused table learns, at each
+///   `clear`, whether its last message was looked up at all, and indexes
+///   on push in the next one only if it was (a new table does). A sender's
+///   reused frame, never looked up, pays nothing after its first message;
+/// - lookups, in a table whose pushes did not index. Up to [`LINEAR_MAX`]
+///   entries lookups always scan. Past that, lookups scan until the entries
+///   they have scanned add up to [`SCAN_BUDGET`] times the entry count (a
+///   handful of lookups, cheaper than building an index that would serve
+///   only them), then the next lookup builds the index and every lookup
+///   after it is O(1). This is the ski-rental rule: total lookup work is at
+///   most about twice what the best choice in hindsight would have cost,
+///   and lookups are O(1) amortized.
+///
+/// A decode never indexes on push ([`push_decoded`](Table::push_decoded)):
+/// a decoded frame is often read once or not at all (a relay, a logger),
+/// and hashing every key would slow every decode (docs/performance.md); its
+/// first lookups scan under the rule above.
 /// `OnceLock` makes the build safe through `&self` and keeps `Frame: Sync`.
-#[derive(Default)]
 pub(crate) struct Table {
     entries: Vec<Entry>,
+    /// Pushes of entries numbered below this leave the index alone, so that
+    /// one load and one compare decide in the inlined push:
+    /// - 0: the index is in use (`index` is set), every push updates it;
+    /// - otherwise, while pushes index: the next push that indexes the
+    ///   entries pushed since the last one into `spare` (up to `covered`),
+    ///   first at [`INDEX_ON_PUSH`], then every [`PUSH_BLOCK`] pushes, until
+    ///   a lookup takes the index over;
+    /// - [`NEVER`]: pushes do not index (a decoded table, or a reused one
+    ///   whose last message had no lookup).
+    ///
+    /// Relaxed: it changes with the index, which a lookup may install
+    /// through `&self`, but never while a push (`&mut self`) runs.
+    index_from: AtomicUsize,
+    /// While pushes index and no index is in use: the entries `spare`'s
+    /// index holds, `0..covered` (0: `spare` holds no index).
+    covered: usize,
     index: OnceLock<Index>,
-    /// The index's allocation while no index is built (after `clear`), so
-    /// that the next build reuses it. Locked only by that build.
+    /// The index while it is not in use: its allocation after `clear`, so
+    /// that the next build reuses it, or the index pushes are keeping (see
+    /// `index_from`). Locked only by a lookup that installs it.
     spare: Mutex<Index>,
     /// Entries scanned by lookups since the table was last cleared, while
     /// no index is built. Relaxed: it only steers when the index is built.
@@ -96,12 +152,36 @@ pub(crate) struct Table {
 /// against comparing its key's length, and rarely its bytes).
 pub(crate) const SCAN_BUDGET: usize = 4;
 
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            entries: Vec::new(),
+            index_from: AtomicUsize::new(INDEX_ON_PUSH),
+            covered: 0,
+            index: OnceLock::new(),
+            spare: Mutex::default(),
+            scanned: AtomicUsize::new(0),
+        }
+    }
+}
+
 impl Clone for Table {
     fn clone(&self) -> Self {
+        let pushed = self.pushed_index();
+        let spare = if pushed {
+            self.spare
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        } else {
+            Index::default()
+        };
         Table {
             entries: self.entries.clone(),
+            index_from: AtomicUsize::new(self.index_from.load(Ordering::Relaxed)),
+            covered: if pushed { self.covered } else { 0 },
             index: self.index.clone(),
-            spare: Mutex::new(Index::default()),
+            spare: Mutex::new(spare),
             scanned: AtomicUsize::new(self.scanned.load(Ordering::Relaxed)),
         }
     }
@@ -122,19 +202,10 @@ pub(crate) fn grown_capacity(cap: usize, len: usize, add: usize) -> usize {
     }
 }
 
-/// An upper bound of the bytes a hashbrown table allocates to hold `items`
-/// slots of `slot_bytes` each: at most 2 × 8/7 buckets per item (at least
-/// 16 buckets in all), each a slot plus one control byte, plus one group of
-/// control bytes and alignment padding.
-pub(crate) fn table_bytes_bound(items: usize, slot_bytes: usize) -> usize {
-    let buckets = (items.saturating_mul(8) / 7).max(16).saturating_mul(2);
-    buckets.saturating_mul(slot_bytes + 1).saturating_add(64)
-}
-
 /// An arena offset or length as the `u32` entries store. The arenas stay
-/// below 4 GiB: a decode reads at most 1 GiB (`FRAME_BYTES_CEILING`), which
-/// gives at most 3 GiB of arena even with 8 tag bytes per 3-byte unknown
-/// value, and `add`/`set` check the arena sizes once per call
+/// below 4 GiB: a decode checks their room against it when they grow
+/// (`ErrorKind::CapacityExceeded` past it, see `decode::sink`), and
+/// `add`/`set` check the arena sizes once per call
 /// ([`Params::check_arenas`]).
 #[inline(always)]
 pub(crate) fn to_u32(n: usize) -> u32 {
@@ -160,8 +231,21 @@ fn parts_of<'t>(text: &'t [u8], e: &Entry) -> (&'t [u8], &'t [u8]) {
     }
 }
 
-#[inline]
+/// An entry's key hash, [`hash_parts`] of its parts. A key with its
+/// separator is stored joined, as [`ComposedKey`] hashes it: short ones are
+/// hashed from two loads of the stored bytes.
+#[inline(always)]
 fn hash_of(text: &[u8], e: &Entry) -> u64 {
+    if e.dev_len != NO_SEP {
+        if let Some(k) = ComposedKey::from_joined(key_of(text, e)) {
+            return k.hash();
+        }
+    }
+    hash_of_parts(text, e)
+}
+
+#[inline(never)]
+fn hash_of_parts(text: &[u8], e: &Entry) -> u64 {
     let (d, p) = parts_of(text, e);
     hash_parts(d, p)
 }
@@ -188,6 +272,14 @@ fn has_key(text: &[u8], e: &Entry, device: &[u8], param: &[u8]) -> bool {
     bytes_eq(&key[..dl], device) && bytes_eq(&key[dl + 1..], param)
 }
 
+/// How two entries' keys order: by device, then by parameter (so that a key
+/// without separator and the same key with an empty device, both
+/// `("", x)`, are equal, as [`same_key`] says). The index's ordered
+/// fallback keeps this order.
+fn order_entries(text: &[u8], a: &Entry, b: &Entry) -> cmp::Ordering {
+    parts_of(text, a).cmp(&parts_of(text, b))
+}
+
 #[inline]
 fn same_key(text: &[u8], a: &Entry, b: &Entry) -> bool {
     if a.dev_len == b.dev_len {
@@ -200,12 +292,42 @@ fn same_key(text: &[u8], a: &Entry, b: &Entry) -> bool {
     }
 }
 
+/// Indexes entries `range` into `index`, in order (first occurrence wins):
+/// the usual key through the simple insert, any other through the general
+/// one.
+fn index_range(index: &mut Index, entries: &[Entry], text: &[u8], range: std::ops::Range<usize>) {
+    for i in range {
+        let h = hash_of(text, &entries[i]);
+        if !index.try_insert_new(h, i) {
+            index_insert(index, entries, text, i, h);
+        }
+    }
+}
+
 /// Inserts entry `i` into `index` unless an equal key is there already
 /// (first occurrence wins). Returns whether it was inserted.
 #[inline]
 fn index_insert(index: &mut Index, entries: &[Entry], text: &[u8], i: usize, hash: u64) -> bool {
     let new = &entries[i];
-    index.insert_unique(hash, i, |j| same_key(text, &entries[j], new))
+    index.insert_unique(
+        hash,
+        i,
+        |j| same_key(text, &entries[j], new),
+        |a, b| order_entries(text, &entries[a], &entries[b]),
+    )
+}
+
+/// The rest of a lookup whose key the index's slots do not hold, when its
+/// tree holds keys (src/index.rs): out of line, so that the comparison it
+/// needs is only built here.
+#[cold]
+#[inline(never)]
+fn find_in_tree(
+    index: &Index,
+    entries: &[Entry],
+    order: impl Fn(&Entry) -> cmp::Ordering,
+) -> Option<usize> {
+    index.find_in_tree(&|j| order(&entries[j]))
 }
 
 impl Table {
@@ -216,31 +338,71 @@ impl Table {
 
     #[inline]
     fn clear(&mut self) {
+        // An index exists only past LINEAR_MAX entries: one compare for
+        // small tables.
+        let len = self.entries.len();
+        if len > LINEAR_MAX && (len > INDEX_ON_PUSH || self.index.get().is_some()) {
+            self.learn_and_release();
+        }
         self.entries.clear();
         *self.scanned.get_mut() = 0;
-        if self.index.get().is_some() {
-            self.release_index();
-        }
     }
 
-    /// Empties the index and keeps its allocation for the next build.
+    /// For [`clear`](Table::clear) of a table with an index in use or large
+    /// enough for pushes to index: empties the index, keeping its
+    /// allocation in `spare` for the next build, and sets the next
+    /// message's mode from whether this one was looked up (an index in
+    /// use, or, in a large table, scans). A small table without an index
+    /// teaches nothing and keeps its mode.
     #[inline(never)]
-    fn release_index(&mut self) {
+    fn learn_and_release(&mut self) {
+        let large = self.entries.len() > INDEX_ON_PUSH;
+        let looked_up = self.index.get().is_some() || (large && *self.scanned.get_mut() > 0);
+        let pushed = self.pushed_index();
+        self.covered = 0;
         if let Some(mut index) = self.index.take() {
             index.clear();
             *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = index;
+        } else if pushed {
+            self.spare
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+        }
+        let from = self.index_from.get_mut();
+        if looked_up {
+            *from = INDEX_ON_PUSH;
+        } else if large {
+            *from = NEVER;
         }
     }
 
-    pub(crate) fn reserve(&mut self, params: usize) {
+    /// Whether `spare` holds the index pushes keep (of entries
+    /// `0..covered`; the rest of them are pending).
+    #[inline]
+    fn pushed_index(&self) -> bool {
+        self.covered > 0 && self.index.get().is_none()
+    }
+
+    /// Starts a decode: the table is cleared and its pushes do not index.
+    pub(crate) fn begin_decode(&mut self) {
+        self.clear();
+        self.covered = 0;
+        *self.index_from.get_mut() = NEVER;
+    }
+
+    pub(crate) fn reserve(&mut self, text: &[u8], params: usize) {
         self.entries.reserve(params);
         let total = self.entries.len() + params;
         if total > LINEAR_MAX {
+            let entries = &self.entries;
             let index = match self.index.get_mut() {
                 Some(index) => index,
                 None => self.spare.get_mut().unwrap_or_else(PoisonError::into_inner),
             };
-            index.reserve(total.saturating_sub(index.len()));
+            index.reserve(total.saturating_sub(index.len()), &|a, b| {
+                order_entries(text, &entries[a], &entries[b])
+            });
         }
     }
 
@@ -260,7 +422,9 @@ impl Table {
         let old_cap = self.entries.capacity();
         let cap = old_cap.max(len.saturating_add(count));
         if cap > old_cap {
-            charge(cap * std::mem::size_of::<Entry>())?;
+            // Saturating: on a 32-bit target the product can pass
+            // `usize::MAX`, and the budget must then refuse, not wrap.
+            charge(cap.saturating_mul(std::mem::size_of::<Entry>()))?;
             self.entries.reserve_exact(cap - len);
         }
         Ok(())
@@ -278,45 +442,80 @@ impl Table {
         self.entries.push(entry);
     }
 
+    /// Appends an entry whose key and payload are already in `text`. Keeps
+    /// the index in use up to date, or, in a table whose pushes index,
+    /// indexes the pushes since the last block when this one completes a
+    /// block (`hash`, when given, saves hashing the key). Returns `false`
+    /// if the index, updated by this push, shows that the key was already
+    /// present (lookups keep finding the first occurrence).
     #[inline(always)]
     pub(crate) fn push(&mut self, text: &[u8], entry: Entry, hash: Option<u64>) -> bool {
         let i = self.entries.len();
         self.entries.push(entry);
-        if i < LINEAR_MAX || self.index.get().is_none() {
-            // No index to keep up to date (too few entries for one to
-            // exist, or no lookups yet).
+        if i < LINEAR_MAX || i < *self.index_from.get_mut() {
+            // Nothing to do for the index: no index exists below LINEAR_MAX
+            // entries (so small tables decide with one compare), pushes do
+            // not index, or the next block is not complete.
             return true;
         }
+        // Out of line: inlined, this made the `add` loop of every frame
+        // slower (register pressure), not only of the frames it serves.
         self.push_indexed(text, i, hash)
     }
 
-    /// Adds entry `i` to the built index.
+    /// The index's part of the push of entry `i`: into the index in use, or
+    /// the block of pushes it completes into `spare`.
     #[inline(never)]
     fn push_indexed(&mut self, text: &[u8], i: usize, hash: Option<u64>) -> bool {
-        let entry = self.entries[i];
-        match self.index.get_mut() {
-            None => true,
-            Some(index) => {
-                let h = hash.unwrap_or_else(|| hash_of(text, &entry));
-                index_insert(index, &self.entries, text, i, h)
-            }
+        let entries = &self.entries;
+        let Some(index) = self.index.get_mut() else {
+            self.index_block(text, i + 1);
+            *self.index_from.get_mut() = i + PUSH_BLOCK;
+            return true;
+        };
+        // The key is hashed from the bytes just stored.
+        let h = hash.unwrap_or_else(|| hash_of(text, &entries[i]));
+        if index.try_insert_new(h, i) {
+            return true;
         }
+        index_insert(index, entries, text, i, h)
     }
 
-    /// The index, built on first use.
+    /// Indexes entries `covered..end` into `spare` (the first block of a
+    /// table whose pushes index: from entry 0, into an index sized for the
+    /// entries present).
+    fn index_block(&mut self, text: &[u8], end: usize) {
+        let entries = &self.entries;
+        let index = self.spare.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if self.covered == 0 {
+            index.reserve(entries.len(), &|a, b| {
+                order_entries(text, &entries[a], &entries[b])
+            });
+        }
+        index_range(index, entries, text, self.covered..end);
+        self.covered = end;
+    }
+
+    /// The index, put in use on first need: the one pushes kept (with the
+    /// entries pushed since its last block), or one built now from every
+    /// entry. From then on every push updates it. Sized for the entries
+    /// present, not the table's capacity: a decode into a frame grown by an
+    /// earlier, larger message must not allocate for that message (see
+    /// docs/security.md). Duplicates are left out (first occurrence wins).
     #[inline]
     fn index(&self, text: &[u8]) -> &Index {
         self.index.get_or_init(|| {
+            let from = if self.pushed_index() { self.covered } else { 0 };
+            let entries = &self.entries;
             let mut index =
                 std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
-            // Sized for the entries present, not the table's capacity: a
-            // decode into a frame grown by an earlier, larger message must not
-            // allocate for that message (see docs/security.md).
-            let entries = &self.entries;
-            index.reserve(entries.len());
-            for i in 0..entries.len() {
-                index_insert(&mut index, entries, text, i, hash_of(text, &entries[i]));
+            if from == 0 {
+                index.reserve(entries.len(), &|a, b| {
+                    order_entries(text, &entries[a], &entries[b])
+                });
             }
+            index_range(&mut index, entries, text, from..entries.len());
+            self.index_from.store(0, Ordering::Relaxed);
             index
         })
     }
@@ -339,6 +538,10 @@ impl Table {
                 self.position_by(
                     text,
                     move |e| has_composed(text, e, q, dl),
+                    move |e| {
+                        let key = q.to_bytes();
+                        (&key[..dl], &key[dl + 1..q.len()]).cmp(&parts_of(text, e))
+                    },
                     move || q.hash(),
                     hash,
                 )
@@ -358,6 +561,7 @@ impl Table {
         self.position_by(
             text,
             |e| has_key(text, e, device, param),
+            |e| (device, param).cmp(&parts_of(text, e)),
             || hash_parts(device, param),
             hash,
         )
@@ -365,24 +569,41 @@ impl Table {
 
     /// The lookup: a scan of a small table, or of a larger one while the
     /// scan budget lasts, else a probe of the index (built on first need).
-    /// `key_hash` is called only when the caller gave no `hash`.
+    /// `key_hash` is called only when the caller gave no `hash`; `order`
+    /// orders the key sought against an entry's (for the index's ordered
+    /// fallback, see src/index.rs).
     #[inline(always)]
     fn position_by(
         &self,
         text: &[u8],
         matches: impl Fn(&Entry) -> bool,
+        order: impl Fn(&Entry) -> cmp::Ordering,
         key_hash: impl FnOnce() -> u64,
         hash: Option<u64>,
     ) -> Option<usize> {
         if self.entries.len() <= LINEAR_MAX {
-            return self.entries.iter().position(&matches);
+            return self.scan(&matches);
         }
         let index = match self.index.get() {
             Some(index) => index,
-            None if self.spend_scan_budget() => return self.entries.iter().position(&matches),
+            None if self.spend_scan_budget() => return self.scan(&matches),
             None => self.index(text),
         };
-        index.find(hash.unwrap_or_else(key_hash), |j| matches(&self.entries[j]))
+        let entries = &self.entries;
+        let found = index.probe(hash.unwrap_or_else(key_hash), |j| matches(&entries[j]));
+        if found.is_some() || !index.has_tree() {
+            return found;
+        }
+        find_in_tree(index, entries, order)
+    }
+
+    /// The first entry that `matches`, by a scan.
+    #[inline(always)]
+    fn scan(&self, matches: impl Fn(&Entry) -> bool) -> Option<usize> {
+        let found = self.entries.iter().position(matches);
+        #[cfg(feature = "test-hooks")]
+        count_comparisons(found.map_or(self.entries.len(), |i| i + 1));
+        found
     }
 
     /// For a lookup in a table past [`LINEAR_MAX`] without an index: whether
@@ -391,6 +612,10 @@ impl Table {
     #[cold]
     #[inline(never)]
     fn spend_scan_budget(&self) -> bool {
+        if self.pushed_index() {
+            // Pushes kept an index: take it over rather than scan.
+            return false;
+        }
         let n = self.entries.len();
         let scanned = self.scanned.load(Ordering::Relaxed);
         if scanned.saturating_add(n) <= SCAN_BUDGET.saturating_mul(n) {
@@ -405,6 +630,7 @@ impl Table {
     pub(crate) fn first_duplicate(&self, text: &[u8]) -> Option<usize> {
         let entries = &self.entries;
         if entries.len() <= LINEAR_MAX {
+            count_comparisons(entries.len() * entries.len() / 2);
             return (1..entries.len())
                 .find(|&i| entries[..i].iter().any(|e| same_key(text, e, &entries[i])));
         }
@@ -415,13 +641,85 @@ impl Table {
         // Some entry is not in the index: the first one whose position is
         // not where its key leads.
         (0..entries.len()).find(|&i| {
-            let (d, p) = parts_of(text, &entries[i]);
+            let e = &entries[i];
+            let (d, p) = parts_of(text, e);
             index
-                .find(hash_parts(d, p), |j| {
-                    same_key(text, &entries[j], &entries[i])
-                })
+                .find(
+                    hash_parts(d, p),
+                    |j| same_key(text, &entries[j], e),
+                    |j| order_entries(text, e, &entries[j]),
+                )
                 .is_some_and(|j| j != i)
         })
+    }
+}
+
+/// The keys of a frame being validated without being stored (a strict
+/// view, and the validating walk of a failed strict decode), to find
+/// duplicates: the same [`Index`] as a frame's, over keys that stay where
+/// they are in the input. So a strict view has the same defence against
+/// colliding keys as a strict decode (docs/security.md).
+pub(crate) struct KeySet<'a> {
+    /// Each key, with its device's length or [`NO_SEP`].
+    keys: Vec<(&'a [u8], u32)>,
+    index: Index,
+}
+
+/// `(device, param)` of a key in a [`KeySet`].
+#[inline]
+fn split_at_dev(key: &[u8], dev_len: u32) -> (&[u8], &[u8]) {
+    if dev_len == NO_SEP {
+        (&[], key)
+    } else {
+        let sep = dev_len as usize;
+        (&key[..sep], &key[sep + 1..])
+    }
+}
+
+impl<'a> KeySet<'a> {
+    /// The bytes a set for `count` keys allocates, at most.
+    pub(crate) fn bytes_for(count: usize) -> usize {
+        count
+            .saturating_mul(std::mem::size_of::<(&[u8], u32)>())
+            .saturating_add(Index::bytes_for(count))
+    }
+
+    // Out of line, as `insert`: only strict decoding uses a key set, and
+    // the lenient walk's code stays as small as it was.
+    #[inline(never)]
+    pub(crate) fn with_capacity(count: usize) -> Self {
+        KeySet {
+            keys: Vec::with_capacity(count),
+            index: Index::with_capacity(count),
+        }
+    }
+
+    /// Adds a flat key as it came from the wire; `false` if an equal key
+    /// (same device and parameter) is in the set already.
+    #[inline(never)]
+    pub(crate) fn insert(&mut self, key: &'a [u8]) -> bool {
+        let dev_len = match find_separator(key) {
+            Some(i) => to_u32(i),
+            None => NO_SEP,
+        };
+        let (d, p) = split_at_dev(key, dev_len);
+        let i = self.keys.len();
+        self.keys.push((key, dev_len));
+        let keys = &self.keys;
+        let parts = |j: usize| split_at_dev(keys[j].0, keys[j].1);
+        let inserted = self.index.insert_unique(
+            hash_parts(d, p),
+            i,
+            |j| {
+                let (dj, pj) = parts(j);
+                bytes_eq(dj, d) && bytes_eq(pj, p)
+            },
+            |a, b| parts(a).cmp(&parts(b)),
+        );
+        if !inserted {
+            self.keys.pop();
+        }
+        inserted
     }
 }
 
@@ -435,9 +733,8 @@ impl Params {
         Params {
             table: Table {
                 entries: Vec::with_capacity(params),
-                index: OnceLock::new(),
                 spare: Mutex::new(spare),
-                scanned: AtomicUsize::new(0),
+                ..Table::default()
             },
             text: String::with_capacity(text_bytes),
             raw: Vec::new(),
@@ -447,7 +744,7 @@ impl Params {
 
     pub(crate) fn reserve(&mut self, params: usize, text_bytes: usize) {
         self.text.reserve(text_bytes);
-        self.table.reserve(params);
+        self.table.reserve(self.text.as_bytes(), params);
     }
 
     #[inline]
@@ -513,13 +810,18 @@ impl Params {
         }
     }
 
-    /// Tag and value bytes of an unknown slot.
-    pub(crate) fn unknown(&self, start: u32, len: u32) -> (i64, &[u8]) {
+    /// The tag and value bytes of an unknown slot, as they go on the wire.
+    pub(crate) fn unknown_wire(&self, start: u32, len: u32) -> &[u8] {
         let start = start as usize;
-        let bytes = &self.raw[start..start + len as usize];
-        let mut tag = [0u8; 8];
-        tag.copy_from_slice(&bytes[..8]);
-        (i64::from_le_bytes(tag), &bytes[8..])
+        &self.raw[start..start + len as usize]
+    }
+
+    /// Tag and value bytes of an unknown slot.
+    pub(crate) fn unknown(&self, start: u32, len: u32) -> (i128, &[u8]) {
+        let bytes = self.unknown_wire(start, len);
+        // The arena holds what `store_unknown` wrote: an integer comes first.
+        let (tag, n) = crate::wire::read::leading_int(bytes).unwrap_or((0, 0));
+        (tag, &bytes[n..])
     }
 
     pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str, ValueRef<'_>)> + '_ {
@@ -552,6 +854,29 @@ impl Params {
         };
         self.check_arenas();
         self.table.push(self.text.as_bytes(), entry, hash)
+    }
+
+    /// Whether the lookup index has been built.
+    #[cfg(test)]
+    pub(crate) fn index_built(&self) -> bool {
+        self.table.index.get().is_some()
+    }
+
+    /// Whether `(device, param) = value` fits the arenas: their offsets
+    /// are `u32`, so a frame holds at most 4 GiB − 1 bytes of keys and
+    /// strings, and as much of unknown values ([`Params::push`] panics past
+    /// that).
+    pub(crate) fn fits(&self, device: &str, param: &str, value: ValueRef<'_>) -> bool {
+        const MAX: usize = u32::MAX as usize;
+        let (text, raw) = match value {
+            ValueRef::String(s) => (s.len(), 0),
+            ValueRef::Unknown(u) => (0, TAG_BYTES_MAX.saturating_add(u.raw().len())),
+            _ => (0, 0),
+        };
+        let text = [device.len(), 1, param.len(), text]
+            .iter()
+            .try_fold(self.text.len(), |n, &m| n.checked_add(m));
+        text.is_some_and(|t| t <= MAX) && self.raw.len().saturating_add(raw) <= MAX
     }
 
     /// Appends an entry with a flat key exactly as it came from the wire
@@ -670,7 +995,10 @@ impl Params {
     /// text arena as bytes (capacity kept), so that the decoder appends
     /// unvalidated bytes and checks them as UTF-8 once, at the end.
     pub(crate) fn begin_decode(&mut self) -> DecodeTarget<'_> {
-        self.clear();
+        self.table.begin_decode();
+        self.text.clear();
+        self.raw.clear();
+        self.garbage = 0;
         let text = std::mem::take(&mut self.text).into_bytes();
         DecodeTarget {
             table: &mut self.table,
@@ -724,15 +1052,20 @@ impl DecodeTarget<'_> {
     }
 }
 
-pub(crate) fn store_unknown(raw: &mut Vec<u8>, tag: i64, value: &[u8]) -> Slot {
-    let start = to_u32(raw.len());
-    raw.extend_from_slice(&tag.to_le_bytes());
+/// Appends an unknown value to the raw arena: its tag in the shortest
+/// MessagePack form (at most [`TAG_BYTES_MAX`] bytes), then its bytes.
+pub(crate) fn store_unknown(raw: &mut Vec<u8>, tag: i128, value: &[u8]) -> Slot {
+    let start = raw.len();
+    crate::wire::write::write_tag(raw, tag);
     raw.extend_from_slice(value);
     Slot::Unknown {
-        start,
-        len: to_u32(8 + value.len()),
+        start: to_u32(start),
+        len: to_u32(raw.len() - start),
     }
 }
+
+/// The most bytes [`store_unknown`] writes for a tag.
+pub(crate) const TAG_BYTES_MAX: usize = 9;
 
 impl Entry {
     /// An entry for a flat key stored at `key_start..key_start + key.len()`
@@ -759,7 +1092,31 @@ mod tests {
     #[test]
     fn an_entry_is_32_bytes() {
         // docs/architecture.md relies on this: two entries per cache line.
-        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        // (Some 32-bit targets align `i64` to 4 bytes: 24 on i686.)
+        if cfg!(target_pointer_width = "64") {
+            assert_eq!(std::mem::size_of::<Entry>(), 32);
+        } else {
+            assert!(std::mem::size_of::<Entry>() <= 32);
+        }
+    }
+
+    #[test]
+    fn the_entry_table_charge_saturates_instead_of_wrapping() {
+        // A claimed count whose table would pass `usize::MAX` bytes (a
+        // 32-bit target reaches it with a large input and `Limits::none()`)
+        // is charged as `usize::MAX`, which every budget refuses: it must
+        // not wrap to a small charge and then reserve (a capacity-overflow
+        // panic).
+        let mut table = Table::default();
+        let count = usize::MAX / 16;
+        let mut charged = 0;
+        let refused = table.reserve_entries_charged(count, |bytes| {
+            charged = bytes;
+            crate::decode::Budget::new(usize::MAX).charge(bytes)
+        });
+        assert!(refused.is_err());
+        assert_eq!(charged, usize::MAX);
+        assert_eq!(table.entries.capacity(), 0);
     }
 
     #[test]
@@ -790,5 +1147,73 @@ mod tests {
         );
         p.clear();
         assert!(p.table.index.get().is_none(), "clear drops the index");
+    }
+
+    fn spare_len(p: &mut Params) -> usize {
+        p.table.spare.get_mut().unwrap().len()
+    }
+
+    fn fill(p: &mut Params, n: usize) {
+        for k in 0..n {
+            assert!(p.push("d", &format!("p{k}"), None, ValueRef::Int(k as i64)));
+        }
+    }
+
+    #[test]
+    fn a_table_filled_past_index_on_push_has_its_index_before_any_lookup() {
+        let mut p = Params::default();
+        fill(&mut p, INDEX_ON_PUSH);
+        assert_eq!(spare_len(&mut p), 0, "small tables hash nothing");
+        for k in INDEX_ON_PUSH..INDEX_ON_PUSH + 100 {
+            assert!(p.push("d", &format!("p{k}"), None, ValueRef::Int(k as i64)));
+            // Indexed in blocks: the first at INDEX_ON_PUSH + 1 entries,
+            // then every PUSH_BLOCK pushes.
+            let covered = INDEX_ON_PUSH + 1 + (k - INDEX_ON_PUSH) / PUSH_BLOCK * PUSH_BLOCK;
+            assert_eq!((spare_len(&mut p), p.table.covered), (covered, covered));
+        }
+        // Wire keys (no parts given) and duplicates.
+        p.push_wire("d\u{1f}wire", ValueRef::Bool(true));
+        p.push("d", "p3", None, ValueRef::Int(-1));
+        assert!(p.table.index.get().is_none(), "kept aside until a lookup");
+        assert!(p.table.covered < p.len(), "some pushes pending");
+        // The first lookup takes the index over, pending pushes included.
+        assert_eq!(p.position("d", "wire", None), Some(INDEX_ON_PUSH + 100));
+        assert_eq!(
+            p.table.index.get().map(Index::len),
+            Some(INDEX_ON_PUSH + 101)
+        );
+        assert_eq!(p.position("d", "p3", None), Some(3), "first occurrence");
+        assert_eq!(*p.table.scanned.get_mut(), 0, "no lookup scanned");
+        // Pushes now update the index in use, and report duplicates.
+        assert!(!p.push("d", "p4", None, ValueRef::Int(-1)), "a duplicate");
+        assert!(p.push("d", "late", None, ValueRef::Int(0)));
+        assert_eq!(p.position("d", "late", None), Some(INDEX_ON_PUSH + 103));
+    }
+
+    #[test]
+    fn a_reused_table_indexes_on_push_only_after_a_message_that_was_looked_up() {
+        let n = INDEX_ON_PUSH + 10;
+        let last = format!("p{}", n - 1);
+        let mut p = Params::default();
+        // Not looked up: the next message's pushes do not index.
+        fill(&mut p, n);
+        p.clear();
+        fill(&mut p, n);
+        assert_eq!(spare_len(&mut p), 0);
+        // Looked up (a scan): they do.
+        assert_eq!(p.position("d", &last, None), Some(n - 1));
+        assert!(*p.table.scanned.get_mut() > 0);
+        p.clear();
+        fill(&mut p, n);
+        assert_eq!(spare_len(&mut p), INDEX_ON_PUSH + 1 + PUSH_BLOCK);
+        assert_eq!(p.position("d", &last, None), Some(n - 1));
+        assert_eq!(*p.table.scanned.get_mut(), 0, "taken over, not scanned");
+        p.clear();
+        fill(&mut p, n);
+        assert!(spare_len(&mut p) > 0, "still looked up last time");
+        // A decode starts from a cleared table whose pushes do not index.
+        drop(p.begin_decode());
+        assert_eq!(p.table.index_from.load(Ordering::Relaxed), NEVER);
+        assert_eq!(spare_len(&mut p), 0);
     }
 }

@@ -3,10 +3,27 @@
 use std::fmt;
 
 /// The type of a parameter value, with its wire tag.
+///
+/// The variants have the names of [`ValueRef`]'s and [`Value`]'s, so a
+/// value and its type read alike (`ValueRef::Int(5)` is a
+/// `ValueType::Int`); [`name`](ValueType::name) gives the wire-format names
+/// (`int64`, …) that the interop JSON and `mframe dump` use.
+///
+/// ```
+/// use messageframe::{ValueRef, ValueType};
+///
+/// assert_eq!(ValueRef::Int(5).value_type(), ValueType::Int);
+/// assert_eq!(format!("{:?} {:?}", ValueRef::Int(5), ValueType::Int), "Int(5) Int");
+/// assert_eq!(ValueType::Int.name(), "int64");
+/// ```
+///
+/// `#[non_exhaustive]`: a later version may know more types, so a `match`
+/// needs a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ValueType {
-    /// Signed 64-bit integer, wire tag 10.
-    Int64,
+    /// Signed 64-bit integer (the wire format's Int64), wire tag 10.
+    Int,
     /// IEEE 754 double, wire tag 20.
     Double,
     /// UTF-8 string, wire tag 30.
@@ -24,7 +41,7 @@ impl ValueType {
     #[must_use]
     pub const fn tag(self) -> Option<u8> {
         match self {
-            ValueType::Int64 => Some(TAG_INT),
+            ValueType::Int => Some(TAG_INT),
             ValueType::Double => Some(TAG_DOUBLE),
             ValueType::String => Some(TAG_STRING),
             ValueType::Bool => Some(TAG_BOOL),
@@ -37,7 +54,7 @@ impl ValueType {
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
-            ValueType::Int64 => "int64",
+            ValueType::Int => "int64",
             ValueType::Double => "double",
             ValueType::String => "string",
             ValueType::Bool => "bool",
@@ -64,6 +81,10 @@ pub(crate) const TAG_BOOL: u8 = 40;
 /// one valid MessagePack value, so a frame holding it always encodes to a
 /// valid frame.
 ///
+/// The tag is any MessagePack integer, from −2⁶³ (`i64::MIN`) to 2⁶⁴−1
+/// (`u64::MAX`), held as an `i128`, the one primitive type that holds all of
+/// them exactly (docs/wire-format.md).
+///
 /// ```
 /// use messageframe::{Frame, UnknownValue, ValueRef};
 ///
@@ -71,38 +92,57 @@ pub(crate) const TAG_BOOL: u8 = 40;
 /// let unknown = UnknownValue::new(50, &[0xc0]).unwrap();
 /// let mut frame = Frame::default();
 /// frame.add("future", "thing", ValueRef::Unknown(unknown));
-/// let back = Frame::decode(&frame.encode()).unwrap();
+/// let back = Frame::decode(&frame.encode()?).unwrap();
 /// assert_eq!(back.find("future", "thing"), Some(ValueRef::Unknown(unknown)));
 ///
 /// assert!(UnknownValue::new(10, &[0x01]).is_none()); // 10 is Int64's tag
 /// assert!(UnknownValue::new(50, &[0x92, 0x01]).is_none()); // not one whole value
+/// assert!(UnknownValue::new(u64::MAX.into(), &[0xc0]).is_some());
+/// assert!(UnknownValue::new(1 << 64, &[0xc0]).is_none()); // not a MessagePack integer
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UnknownValue<'a> {
-    tag: i64,
+    tag: i128,
     raw: &'a [u8],
 }
 
+/// Every MessagePack integer: `i64::MIN..=u64::MAX`.
+const TAG_RANGE: std::ops::RangeInclusive<i128> = i64::MIN as i128..=u64::MAX as i128;
+
 impl<'a> UnknownValue<'a> {
-    /// An unknown-tag value, if `tag` is not one of the known tags and `raw`
-    /// is exactly one complete MessagePack value.
+    /// An unknown-tag value, if `tag` is a MessagePack integer
+    /// (`i64::MIN..=u64::MAX`) other than the known tags, and `raw` is
+    /// exactly one complete MessagePack value.
     #[must_use]
-    pub fn new(tag: i64, raw: &'a [u8]) -> Option<Self> {
-        let known = [TAG_INT, TAG_DOUBLE, TAG_STRING, TAG_BOOL].map(i64::from);
-        if known.contains(&tag) || !crate::decode::is_one_value(raw) {
+    pub fn new(tag: i128, raw: &'a [u8]) -> Option<Self> {
+        let known = [TAG_INT, TAG_DOUBLE, TAG_STRING, TAG_BOOL].map(i128::from);
+        if known.contains(&tag)
+            || !TAG_RANGE.contains(&tag)
+            || !crate::wire::read::is_one_value(raw)
+        {
             return None;
         }
         Some(UnknownValue { tag, raw })
     }
 
-    /// Built by the decoder, which has just checked both conditions.
-    pub(crate) fn from_wire(tag: i64, raw: &'a [u8]) -> Self {
+    /// Built by the decoder, which has just checked all conditions.
+    pub(crate) fn from_wire(tag: i128, raw: &'a [u8]) -> Self {
         UnknownValue { tag, raw }
     }
 
-    /// The wire tag (anything but 10, 20, 30, 40).
+    /// Copies the value into an owned [`UnknownValueBuf`].
     #[must_use]
-    pub fn tag(&self) -> i64 {
+    pub fn to_owned_value(&self) -> UnknownValueBuf {
+        UnknownValueBuf {
+            tag: self.tag,
+            raw: self.raw.into(),
+        }
+    }
+
+    /// The wire tag: any MessagePack integer but 10, 20, 30, 40.
+    #[must_use]
+    pub fn tag(&self) -> i128 {
         self.tag
     }
 
@@ -110,6 +150,83 @@ impl<'a> UnknownValue<'a> {
     #[must_use]
     pub fn raw(&self) -> &'a [u8] {
         self.raw
+    }
+}
+
+/// The owned form of an [`UnknownValue`]: a tag this library does not know
+/// and the value's MessagePack bytes, for a [`Value::Unknown`].
+///
+/// Its fields are private and its only constructors check them, as
+/// [`UnknownValue::new`] does: the tag is not one of the known tags, and the
+/// bytes are exactly one complete MessagePack value. So a [`Value`] holding
+/// one always encodes to a frame that decodes again.
+///
+/// ```
+/// use messageframe::{Frame, UnknownValueBuf, Value};
+///
+/// let v = Value::Unknown(UnknownValueBuf::new(50, vec![0x92, 0x01, 0x02]).unwrap());
+/// let mut frame = Frame::default();
+/// frame.add("future", "vector", &v);
+/// let back = Frame::decode(&frame.encode()?)?;
+/// assert_eq!(back.find("future", "vector"), Some(v.as_value_ref()));
+///
+/// assert!(UnknownValueBuf::new(10, vec![0xa1, b'x']).is_none()); // 10 is Int64's tag
+/// assert!(UnknownValueBuf::new(50, vec![0x92, 0x01]).is_none()); // an incomplete value
+/// assert!(UnknownValueBuf::new(50, vec![]).is_none()); // no value at all
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// The tuple variant of earlier versions is gone, so unchecked bytes cannot
+/// get into a frame:
+///
+/// ```compile_fail
+/// use messageframe::Value;
+/// let v = Value::Unknown(10, vec![0xa1, b'x']);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UnknownValueBuf {
+    tag: i128,
+    raw: Box<[u8]>,
+}
+
+impl UnknownValueBuf {
+    /// An unknown-tag value, if `tag` is not one of the known tags and `raw`
+    /// is exactly one complete MessagePack value (the checks of
+    /// [`UnknownValue::new`]).
+    #[must_use]
+    pub fn new(tag: i128, raw: Vec<u8>) -> Option<Self> {
+        UnknownValue::new(tag, &raw)?;
+        Some(UnknownValueBuf {
+            tag,
+            raw: raw.into_boxed_slice(),
+        })
+    }
+
+    /// The wire tag: any MessagePack integer but 10, 20, 30, 40.
+    #[must_use]
+    pub fn tag(&self) -> i128 {
+        self.tag
+    }
+
+    /// The value's MessagePack bytes.
+    #[must_use]
+    pub fn raw(&self) -> &[u8] {
+        &self.raw
+    }
+
+    /// Borrows it as an [`UnknownValue`].
+    #[must_use]
+    pub fn as_unknown_value(&self) -> UnknownValue<'_> {
+        UnknownValue {
+            tag: self.tag,
+            raw: &self.raw,
+        }
+    }
+}
+
+impl From<UnknownValue<'_>> for UnknownValueBuf {
+    fn from(v: UnknownValue<'_>) -> Self {
+        v.to_owned_value()
     }
 }
 
@@ -128,7 +245,24 @@ impl<'a> UnknownValue<'a> {
 /// assert_eq!(v.value_type(), ValueType::Double);
 /// assert_eq!(v.to_string(), "12.5");
 /// ```
+///
+/// `#[non_exhaustive]`: a later version may know more types, so a `match`
+/// needs a wildcard arm:
+///
+/// ```compile_fail
+/// use messageframe::ValueRef;
+/// fn kind(v: ValueRef<'_>) -> &'static str {
+///     match v {
+///         ValueRef::Int(_) => "int",
+///         ValueRef::Double(_) => "double",
+///         ValueRef::String(_) => "string",
+///         ValueRef::Bool(_) => "bool",
+///         ValueRef::Unknown(_) => "unknown",
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum ValueRef<'a> {
     /// Int64 (tag 10).
     Int(i64),
@@ -146,7 +280,11 @@ pub enum ValueRef<'a> {
 ///
 /// Build one with `From` (`Value::from(3)`, `Value::from("on")`), or with
 /// [`ValueRef::to_value`].
+///
+/// `#[non_exhaustive]`: a later version may know more types, so a `match`
+/// needs a wildcard arm.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Value {
     /// Int64 (tag 10).
     Int(i64),
@@ -156,9 +294,9 @@ pub enum Value {
     String(String),
     /// Bool (tag 40).
     Bool(bool),
-    /// Any other tag, kept raw: the tag and the value's MessagePack bytes
-    /// (build it from a checked [`UnknownValue`] with [`ValueRef::to_value`]).
-    Unknown(i64, Vec<u8>),
+    /// Any other tag, kept raw: the tag and the value's MessagePack bytes,
+    /// checked when the [`UnknownValueBuf`] was made.
+    Unknown(UnknownValueBuf),
 }
 
 impl<'a> ValueRef<'a> {
@@ -166,7 +304,7 @@ impl<'a> ValueRef<'a> {
     #[must_use]
     pub fn value_type(&self) -> ValueType {
         match self {
-            ValueRef::Int(_) => ValueType::Int64,
+            ValueRef::Int(_) => ValueType::Int,
             ValueRef::Double(_) => ValueType::Double,
             ValueRef::String(_) => ValueType::String,
             ValueRef::Bool(_) => ValueType::Bool,
@@ -174,12 +312,13 @@ impl<'a> ValueRef<'a> {
         }
     }
 
-    /// The wire tag (10, 20, 30, 40, or the unknown value's own tag).
+    /// The wire tag (10, 20, 30, 40, or the unknown value's own tag, any
+    /// MessagePack integer).
     #[must_use]
-    pub fn tag(&self) -> i64 {
+    pub fn tag(&self) -> i128 {
         match self {
             ValueRef::Unknown(u) => u.tag,
-            other => i64::from(other.value_type().tag().unwrap_or(0)),
+            other => i128::from(other.value_type().tag().unwrap_or(0)),
         }
     }
 
@@ -236,7 +375,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Double(v) => Value::Double(v),
             ValueRef::String(v) => Value::String(v.to_owned()),
             ValueRef::Bool(v) => Value::Bool(v),
-            ValueRef::Unknown(u) => Value::Unknown(u.tag, u.raw.to_vec()),
+            ValueRef::Unknown(u) => Value::Unknown(u.to_owned_value()),
         }
     }
 }
@@ -250,7 +389,7 @@ impl Value {
             Value::Double(v) => ValueRef::Double(*v),
             Value::String(v) => ValueRef::String(v),
             Value::Bool(v) => ValueRef::Bool(*v),
-            Value::Unknown(tag, raw) => ValueRef::Unknown(UnknownValue { tag: *tag, raw }),
+            Value::Unknown(u) => ValueRef::Unknown(u.as_unknown_value()),
         }
     }
     /// The value's type.
@@ -280,6 +419,11 @@ impl Value {
     #[must_use]
     pub fn as_bool(&self) -> Option<bool> {
         self.as_value_ref().as_bool()
+    }
+    /// The raw tag and bytes, if the tag is unknown.
+    #[must_use]
+    pub fn as_unknown(&self) -> Option<UnknownValue<'_>> {
+        self.as_value_ref().as_unknown()
     }
 }
 
@@ -387,6 +531,16 @@ impl From<&str> for Value {
 impl From<String> for Value {
     fn from(v: String) -> Self {
         Value::String(v)
+    }
+}
+impl<'a> From<UnknownValue<'a>> for ValueRef<'a> {
+    fn from(v: UnknownValue<'a>) -> Self {
+        ValueRef::Unknown(v)
+    }
+}
+impl From<UnknownValueBuf> for Value {
+    fn from(v: UnknownValueBuf) -> Self {
+        Value::Unknown(v)
     }
 }
 impl From<ValueRef<'_>> for Value {

@@ -3,13 +3,14 @@
 use std::fmt;
 
 use crate::decode::{
-    fast_value, read_value, walk, CheckSink, Decoder, Layout, Reader, WireValue, KEYS_RECORDED,
+    fast_value, read_value, walk, CheckSink, Decoder, Layout, WireValue, KEYS_RECORDED,
 };
 use crate::error::{Context, DecodeError, ErrorKind};
 use crate::frame::{Frame, FrameConfig};
 use crate::header::Header;
 use crate::key::{bytes_eq, find_separator, ComposedKey, FlatKey, SEPARATOR_BYTE};
 use crate::value::ValueRef;
+use crate::wire::read::Reader;
 
 /// A frame read in place: keys, string values and attachments are borrowed
 /// from the input bytes, nothing is copied or allocated.
@@ -26,7 +27,7 @@ use crate::value::ValueRef;
 /// frame.add("sdr_1", "rx_gain", 30.5);
 /// frame.add("core", "fw", "v1.3.5");
 /// frame.add_attachment("iq", vec![0xAB; 1024]);
-/// let bytes = frame.encode();
+/// let bytes = frame.encode()?;
 ///
 /// let view = FrameView::new(&bytes)?;
 /// assert_eq!(view.find("core", "fw").and_then(|v| v.as_str()), Some("v1.3.5"));
@@ -34,7 +35,7 @@ use crate::value::ValueRef;
 /// assert_eq!((name, data.len()), ("iq", 1024));
 /// // The data points into `bytes`: no copy.
 /// assert!(bytes.as_ptr_range().contains(&data.as_ptr()));
-/// # Ok::<(), messageframe::DecodeError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy)]
 pub struct FrameView<'a> {
@@ -110,7 +111,7 @@ fn value_at(bytes: &[u8], at: usize) -> Option<ValueRef<'_>> {
 fn skip_pair_at(bytes: &[u8], at: usize) -> Option<usize> {
     if let Some(&[0x92, tag, m]) = bytes.get(at..at + 3) {
         if tag < 0x80 {
-            let size = crate::decode::scalar_size(m);
+            let size = crate::wire::read::scalar_size(m);
             if size > 0 && at + 2 + size <= bytes.len() {
                 return Some(at + 2 + size);
             }
@@ -169,7 +170,11 @@ impl<'a> FrameView<'a> {
     pub fn find(&self, device: &str, param: &str) -> Option<ValueRef<'a>> {
         let d = device.as_bytes();
         let composed = match ComposedKey::new(d, param.as_bytes()) {
-            Some(k) if !d.is_empty() && find_separator(d).is_none() => k,
+            Some(k)
+                if !d.is_empty() && find_separator(d).is_none() && self.layout.keys_recorded() =>
+            {
+                k
+            }
             _ => {
                 return self.find_general(
                     self.layout.params_at(),

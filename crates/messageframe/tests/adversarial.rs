@@ -8,7 +8,8 @@
 //! the parameter map at offset 10, then the attachment array.
 
 use messageframe::{
-    Bytes, Context, Decoder, ErrorKind, Frame, FrameView, Header, Limit, Limits, Value, ValueRef,
+    Bytes, Context, Decoder, ErrorKind, Expected, Frame, FrameView, Header, Limit, Limits, Value,
+    ValueRef,
 };
 
 /// The header array with all eight fields 0: `0x98` and eight fixints.
@@ -59,11 +60,11 @@ fn decode_everywhere(bytes: &[u8]) -> Frame {
     let mut reused = Frame::default();
     reused.add("old", "x", 1);
     reused.decode_from(bytes).unwrap();
-    assert_eq!(reused.encode(), frame.encode());
+    assert_eq!(reused.encode().unwrap(), frame.encode().unwrap());
     let shared = Frame::decode_shared(&Bytes::copy_from_slice(bytes)).unwrap();
-    assert_eq!(shared.encode(), frame.encode());
+    assert_eq!(shared.encode().unwrap(), frame.encode().unwrap());
     let view = FrameView::new(bytes).unwrap();
-    assert_eq!(view.to_frame().encode(), frame.encode());
+    assert_eq!(view.to_frame().encode().unwrap(), frame.encode().unwrap());
     // Every key, whatever its wire form, is found by every lookup.
     for (d, p, _) in frame.iter() {
         // Compared through Debug, which tells NaN and -0.0 apart as needed.
@@ -105,7 +106,7 @@ fn duplicate_keys_decode_with_the_first_occurrence_winning_and_both_kept() {
         Some(ValueRef::Int(1))
     );
     // A relay loses nothing: both entries are written back.
-    assert_eq!(frame.encode(), bytes);
+    assert_eq!(frame.encode().unwrap(), bytes);
 }
 
 #[test]
@@ -166,7 +167,7 @@ fn a_key_without_separator_is_device_empty_and_the_whole_key_as_parameter() {
 #[test]
 fn a_key_without_separator_is_written_back_without_one() {
     let bytes = frame(&[param(b"rx_gain", 10, &[0x05])], &[]);
-    assert_eq!(Frame::decode(&bytes).unwrap().encode(), bytes);
+    assert_eq!(Frame::decode(&bytes).unwrap().encode().unwrap(), bytes);
 }
 
 /// Regression: `FrameView::to_frame` rebuilt keys from their two parts and
@@ -176,7 +177,7 @@ fn a_key_without_separator_is_written_back_without_one() {
 fn view_to_frame_keeps_a_key_without_separator_byte_for_byte() {
     let bytes = frame(&[param(b"rx_gain", 10, &[0x05])], &[]);
     let copy = FrameView::new(&bytes).unwrap().to_frame();
-    assert_eq!(copy.encode(), bytes);
+    assert_eq!(copy.encode().unwrap(), bytes);
 }
 
 #[test]
@@ -188,7 +189,7 @@ fn a_key_splits_at_its_first_separator() {
         FrameView::new(&bytes).unwrap().find("a", "b\x1fc"),
         Some(ValueRef::Bool(true))
     );
-    assert_eq!(frame.encode(), bytes);
+    assert_eq!(frame.encode().unwrap(), bytes);
 }
 
 // ---------------------------------------------------------------------------
@@ -208,7 +209,7 @@ fn nan_infinities_and_negative_zero_keep_their_bits_through_a_round_trip() {
         let got = frame.find("d", "x").unwrap().as_f64().unwrap();
         assert_eq!(got.to_bits(), want.to_bits(), "{wire:02x?}");
         assert_eq!(
-            frame.encode(),
+            frame.encode().unwrap(),
             bytes,
             "{wire:02x?} is written back as it came"
         );
@@ -260,7 +261,7 @@ fn i64_min_and_max_decode_exactly() {
     let frame = decode_everywhere(&bytes);
     assert_eq!(frame.find("d", "min"), Some(ValueRef::Int(i64::MIN)));
     assert_eq!(frame.find("d", "max"), Some(ValueRef::Int(i64::MAX)));
-    assert_eq!(frame.encode(), bytes);
+    assert_eq!(frame.encode().unwrap(), bytes);
 }
 
 #[test]
@@ -321,7 +322,7 @@ fn header_fields_at_their_extremes_decode() {
     );
     assert_eq!(*frame.header(), want);
     assert_eq!(Header::peek(&bytes), Ok(want));
-    assert_eq!(frame.encode(), bytes);
+    assert_eq!(frame.encode().unwrap(), bytes);
 }
 
 // ---------------------------------------------------------------------------
@@ -364,7 +365,7 @@ fn non_minimal_encodings_decode_like_the_shortest_and_re_encode_shortest() {
 
     let decoded = decode_everywhere(&wide);
     assert_eq!(decoded, Frame::decode(&canonical).unwrap());
-    assert_eq!(decoded.encode(), canonical);
+    assert_eq!(decoded.encode().unwrap(), canonical);
 }
 
 // ---------------------------------------------------------------------------
@@ -438,7 +439,7 @@ fn extra_trailing_elements_are_skipped_and_not_written_back() {
 
     let decoded = decode_everywhere(&extended);
     assert_eq!(decoded, Frame::decode(&canonical).unwrap());
-    assert_eq!(decoded.encode(), canonical);
+    assert_eq!(decoded.encode().unwrap(), canonical);
 }
 
 #[test]
@@ -492,7 +493,7 @@ fn trailing_bytes_after_the_frame_are_an_error_with_their_count() {
 fn decode_into_with_trailing_bytes_leaves_the_header_unchanged() {
     let mut src = Frame::new(Header::from_fields(1, 2, 3, 4, 5, 6, 7, 8));
     src.add("d", "p", 1);
-    let mut bytes = src.encode();
+    let mut bytes = src.encode().unwrap();
     bytes.push(0xc0);
 
     let before = Header::from_fields(10, 20, 30, 40, 50, 60, 70, 80);
@@ -571,7 +572,7 @@ fn an_unknown_tag_keeps_its_value_raw_and_writes_it_back_unchanged() {
     assert_eq!((e.tag(), e.raw()), (50, &ext[..]));
     let n = frame.find("d", "n").unwrap().as_unknown().unwrap();
     assert_eq!((n.tag(), n.raw()), (-1, &nested[..]));
-    assert_eq!(frame.encode(), bytes);
+    assert_eq!(frame.encode().unwrap(), bytes);
 }
 
 // ---------------------------------------------------------------------------
@@ -580,6 +581,19 @@ fn an_unknown_tag_keeps_its_value_raw_and_writes_it_back_unchanged() {
 /// The same error from every decoder with [`Limits::none`]: the length
 /// prefix is checked against the remaining input even when no configured
 /// limit stops it first.
+/// The element, bytes needed and bytes available of a truncation.
+fn truncation(err: &messageframe::DecodeError) -> (Expected, usize, usize) {
+    match *err.kind() {
+        ErrorKind::Truncated {
+            element,
+            needed,
+            available,
+            ..
+        } => (element, needed, available),
+        ref other => panic!("not a truncation: {other:?} ({err})"),
+    }
+}
+
 fn reject_without_limits(bytes: &[u8]) -> messageframe::DecodeError {
     let dec = Decoder::new().limits(Limits::none());
     let err = dec.decode(bytes).unwrap_err();
@@ -601,7 +615,8 @@ fn decode_rejects_map32_claiming_4g_entries() {
     assert_eq!(err.offset(), MAP_AT);
     // ...and without limits, the 4 bytes per entry it would need do.
     let err = reject_without_limits(&bytes);
-    assert_eq!(err.kind(), &ErrorKind::Truncated);
+    let four_g_params = 5usize.saturating_add((u32::MAX as usize).saturating_mul(4));
+    assert_eq!(truncation(&err), (Expected::Map, four_g_params, 5));
     assert_eq!(err.offset(), MAP_AT);
     assert_eq!(err.context(), &Context::Params);
 }
@@ -612,7 +627,9 @@ fn decode_rejects_bin32_claiming_4g_bytes() {
     // Empty map (1), attachment array (1), pair (1), name (2).
     let data_at = MAP_AT + 5;
     for err in [reject_everywhere(&bytes), reject_without_limits(&bytes)] {
-        assert_eq!(err.kind(), &ErrorKind::Truncated);
+        let needed = 5usize.saturating_add(u32::MAX as usize);
+        let has = bytes.len() - data_at;
+        assert_eq!(truncation(&err), (Expected::Binary, needed, has));
         assert_eq!(err.offset(), data_at);
         assert_eq!(err.context(), &Context::Attachment(0));
     }
@@ -628,8 +645,37 @@ fn decode_rejects_str32_claiming_4g_bytes() {
     assert_eq!(err.offset(), value_at);
     // ...and without limits, the remaining input does.
     let err = reject_without_limits(&bytes);
-    assert_eq!(err.kind(), &ErrorKind::Truncated);
+    let needed = 5usize.saturating_add(u32::MAX as usize);
+    let has = bytes.len() - value_at;
+    assert_eq!(truncation(&err), (Expected::String, needed, has));
     assert_eq!(err.offset(), value_at);
+}
+
+#[test]
+fn ext_lengths_near_usize_max_on_32_bit_are_truncations_not_overflows() {
+    // An unknown value that is an ext of the largest length of each width:
+    // its type byte follows the length, so the bytes to skip are the length
+    // plus one. For ext32 that is 2^32, past `usize::MAX` on a 32-bit target:
+    // it used to overflow there (a panic in debug builds, a skip of 0 bytes
+    // and a misparse in release builds). The Miri run on i686 checks this.
+    for (ext, len) in [
+        (&[0xc7, 0xff][..], u8::MAX as usize),
+        (&[0xc8, 0xff, 0xff][..], u16::MAX as usize),
+        (&[0xc9, 0xff, 0xff, 0xff, 0xff][..], u32::MAX as usize),
+    ] {
+        let bytes = frame(&[param(b"k", 50, ext)], &[]);
+        let value_at = MAP_AT + 5;
+        let err = reject_everywhere(&bytes);
+        let needed = ext.len().saturating_add(len.saturating_add(1));
+        assert_eq!(
+            truncation(&err),
+            (Expected::Value, needed, bytes.len() - value_at),
+            "{err}"
+        );
+        assert_eq!(err.offset(), value_at);
+        let err = reject_without_limits(&bytes);
+        assert_eq!(truncation(&err).1, needed);
+    }
 }
 
 #[test]
@@ -643,7 +689,9 @@ fn decode_rejects_a_deep_chain_of_nested_array16_headers_without_recursion() {
         bytes.extend_from_slice(&[0xdc, 0x00, 0x01]);
     }
     let err = reject_everywhere(&bytes);
-    assert_eq!(err.kind(), &ErrorKind::Truncated);
+    // The innermost array lacks its one element.
+    assert_eq!(truncation(&err), (Expected::Array, 4, 3));
+    assert_eq!(err.offset(), bytes.len() - 3);
 
     // Closed with a nil and followed by the attachments: it decodes.
     bytes.extend_from_slice(&[0xc0, 0x90]);
@@ -660,7 +708,7 @@ fn frame_with_params(n: usize) -> Vec<u8> {
     for k in 0..n {
         frame.add("d", &format!("p{k}"), k as i64);
     }
-    frame.encode()
+    frame.encode().unwrap()
 }
 
 fn limits() -> Limits {
@@ -702,15 +750,9 @@ fn an_exceeded_limit_is_an_error_naming_the_limit() {
 #[test]
 fn max_frame_bytes_rejects_a_larger_frame() {
     let bytes = frame_with_params(40);
-    let at_limit = Decoder::new().limits(Limits {
-        max_frame_bytes: bytes.len(),
-        ..limits()
-    });
+    let at_limit = Decoder::new().limits(limits().max_frame_bytes(bytes.len()));
     assert!(at_limit.decode(&bytes).is_ok());
-    let below = Decoder::new().limits(Limits {
-        max_frame_bytes: bytes.len() - 1,
-        ..limits()
-    });
+    let below = Decoder::new().limits(limits().max_frame_bytes(bytes.len() - 1));
     for err in [
         below.decode(&bytes).unwrap_err(),
         below.view(&bytes).unwrap_err(),
@@ -722,10 +764,7 @@ fn max_frame_bytes_rejects_a_larger_frame() {
 #[test]
 fn max_params_rejects_the_map_header_before_reading_entries() {
     let bytes = frame_with_params(10);
-    let dec = Decoder::new().limits(Limits {
-        max_params: 9,
-        ..limits()
-    });
+    let dec = Decoder::new().limits(limits().max_params(9));
     for err in [
         dec.decode(&bytes).unwrap_err(),
         dec.view(&bytes).unwrap_err(),
@@ -740,10 +779,7 @@ fn max_params_rejects_the_map_header_before_reading_entries() {
 fn max_attachments_rejects_the_attachment_array_header() {
     let pair = vec![0x92, 0xa1, b'n', 0xc4, 0x00];
     let bytes = frame(&[], &[pair.clone(), pair.clone(), pair]);
-    let dec = Decoder::new().limits(Limits {
-        max_attachments: 2,
-        ..limits()
-    });
+    let dec = Decoder::new().limits(limits().max_attachments(2));
     let err = dec.decode(&bytes).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::LimitExceeded(Limit::Attachments));
     assert_eq!(err.offset(), MAP_AT + 1);
@@ -754,11 +790,8 @@ fn max_attachment_bytes_counts_all_attachments_together() {
     let mut frame = Frame::new(Header::from_fields(0, 0, 0, 0, 0, 0, 0, 0));
     frame.add_attachment("a", vec![1u8; 60]);
     frame.add_attachment("b", vec![2u8; 60]);
-    let bytes = frame.encode();
-    let dec = Decoder::new().limits(Limits {
-        max_attachment_bytes: 100,
-        ..limits()
-    });
+    let bytes = frame.encode().unwrap();
+    let dec = Decoder::new().limits(limits().max_attachment_bytes(100));
     for err in [
         dec.decode(&bytes).unwrap_err(),
         dec.view(&bytes).unwrap_err(),
@@ -769,10 +802,7 @@ fn max_attachment_bytes_counts_all_attachments_together() {
         );
         assert_eq!(err.context(), &Context::Attachment(1));
     }
-    let enough = Decoder::new().limits(Limits {
-        max_attachment_bytes: 120,
-        ..limits()
-    });
+    let enough = Decoder::new().limits(limits().max_attachment_bytes(120));
     assert!(enough.decode(&bytes).is_ok());
 }
 
@@ -781,11 +811,8 @@ fn max_string_len_rejects_a_longer_string_value() {
     let value = "v".repeat(41);
     let mut frame = Frame::new(Header::from_fields(0, 0, 0, 0, 0, 0, 0, 0));
     frame.add("d", "p", value.as_str());
-    let bytes = frame.encode();
-    let dec = Decoder::new().limits(Limits {
-        max_string_len: 40,
-        ..limits()
-    });
+    let bytes = frame.encode().unwrap();
+    let dec = Decoder::new().limits(limits().max_string_len(40));
     let err = dec.decode(&bytes).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::LimitExceeded(Limit::StringLen));
     assert_eq!(err.context(), &Context::Value("d\x1fp".to_owned()));
@@ -795,10 +822,7 @@ fn max_string_len_rejects_a_longer_string_value() {
 fn max_key_len_rejects_a_longer_key_at_the_key() {
     let key24 = format!("d\x1f{}", "k".repeat(22));
     let key25 = format!("d\x1f{}", "k".repeat(23));
-    let dec = Decoder::new().limits(Limits {
-        max_key_len: 24,
-        ..limits()
-    });
+    let dec = Decoder::new().limits(limits().max_key_len(24));
     let ok = frame(&[param(key24.as_bytes(), 10, &[0x01])], &[]);
     assert!(dec.decode(&ok).is_ok());
     let too_long = frame(&[param(key25.as_bytes(), 10, &[0x01])], &[]);
@@ -819,10 +843,7 @@ fn max_key_len_rejects_a_longer_key_at_the_key() {
 #[test]
 fn max_alloc_bytes_is_charged_before_the_entry_table_is_reserved() {
     let bytes = frame_with_params(100);
-    let dec = Decoder::new().limits(Limits {
-        max_alloc_bytes: 1000,
-        ..limits()
-    });
+    let dec = Decoder::new().limits(limits().max_alloc_bytes(1000));
     let err = dec.decode(&bytes).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::LimitExceeded(Limit::AllocBytes));
     assert_eq!(err.offset(), MAP_AT);
@@ -835,11 +856,8 @@ fn max_alloc_bytes_is_charged_before_the_entry_table_is_reserved() {
 fn max_alloc_bytes_counts_copied_attachment_data_but_not_shared_data() {
     let mut frame = Frame::new(Header::from_fields(0, 0, 0, 0, 0, 0, 0, 0));
     frame.add_attachment("iq", vec![0xab; 10_000]);
-    let bytes = frame.encode();
-    let dec = Decoder::new().limits(Limits {
-        max_alloc_bytes: 5_000,
-        ..limits()
-    });
+    let bytes = frame.encode().unwrap();
+    let dec = Decoder::new().limits(limits().max_alloc_bytes(5_000));
     let err = dec.decode(&bytes).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::LimitExceeded(Limit::AllocBytes));
     assert_eq!(err.context(), &Context::Attachment(0));
@@ -853,10 +871,9 @@ fn max_alloc_bytes_counts_copied_attachment_data_but_not_shared_data() {
 #[test]
 fn max_alloc_bytes_limits_the_duplicate_set_of_a_strict_view() {
     let bytes = frame_with_params(100);
-    let dec = Decoder::new().strict(true).limits(Limits {
-        max_alloc_bytes: 1000,
-        ..limits()
-    });
+    let dec = Decoder::new()
+        .strict(true)
+        .limits(limits().max_alloc_bytes(1000));
     let err = dec.view(&bytes).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::LimitExceeded(Limit::AllocBytes));
     assert_eq!(err.context(), &Context::Params);
@@ -888,7 +905,7 @@ fn lookups_agree_across_key_lengths_separators_and_wire_forms() {
             let mut k = vec![b'd'; dl];
             k[dl - 1] = b'0' + (pl % 10) as u8;
             k.push(0x1f);
-            k.extend(std::iter::repeat_n(b'p', pl));
+            k.extend(std::iter::repeat(b'p').take(pl));
             keys.push(k);
         }
     }

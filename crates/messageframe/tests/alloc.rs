@@ -95,7 +95,7 @@ fn steady_state_fill_encode_decode_allocates_nothing() {
             frame.clear();
             fill(&mut frame, &inp);
             buf.clear();
-            frame.encode_into(&mut buf);
+            frame.encode_into(&mut buf).unwrap();
             decoded.decode_from(&buf).unwrap();
             assert!(decoded.find(&last.0, &last.1).is_some());
         }
@@ -105,7 +105,7 @@ fn steady_state_fill_encode_decode_allocates_nothing() {
                 frame.header_mut().set_counter(i);
                 fill(&mut frame, &inp);
                 buf.clear();
-                frame.encode_into(&mut buf);
+                frame.encode_into(&mut buf).unwrap();
                 decoded.decode_from(&buf).unwrap();
                 decoded.find(&last.0, &last.1).is_some()
             });
@@ -130,7 +130,7 @@ fn copied_attachments_reuse_their_buffers_in_and_out() {
         fill(frame, &inp);
         frame.add_attachment_copy("iq", &capture);
         buf.clear();
-        frame.encode_into(&mut buf);
+        frame.encode_into(&mut buf).unwrap();
         decoded.decode_from(&buf).unwrap();
         decoded.attachment("iq").map(|d| d.len())
     };
@@ -161,12 +161,12 @@ fn a_kept_clone_of_an_attachment_is_never_overwritten() {
 
     // The same through decode_from: the decoded frame's data is the caller's
     // once cloned.
-    let bytes = frame.encode();
+    let bytes = frame.encode().unwrap();
     let mut decoded = Frame::decode(&bytes).unwrap();
     let kept = decoded.attachment("a").unwrap().clone();
     frame.clear();
     frame.add_attachment_copy("a", &[3u8; 64]);
-    decoded.decode_from(&frame.encode()).unwrap();
+    decoded.decode_from(&frame.encode().unwrap()).unwrap();
     assert_eq!(&kept[..], &[2u8; 64][..]);
     assert_eq!(&decoded.attachment("a").unwrap()[..], &[3u8; 64][..]);
 }
@@ -177,7 +177,7 @@ fn view_and_header_peek_allocate_nothing() {
     let mut frame = Frame::default();
     fill(&mut frame, &inp);
     frame.add_attachment("iq", vec![0xAB; 1 << 20]);
-    let bytes = frame.encode();
+    let bytes = frame.encode().unwrap();
     let (allocs, _, n) = count(|| {
         let view = FrameView::new(&bytes).unwrap();
         let header = Header::peek(&bytes).unwrap();
@@ -239,7 +239,7 @@ fn a_reused_frame_past_128_params_also_stops_allocating() {
             frame.clear();
             fill(&mut frame, &inp);
             buf.clear();
-            frame.encode_into(&mut buf);
+            frame.encode_into(&mut buf).unwrap();
             decoded.decode_from(&buf).unwrap();
         });
         if round > 0 {

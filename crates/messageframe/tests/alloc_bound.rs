@@ -229,6 +229,34 @@ fn crafted() -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// Frames of distinct two-byte keys (6 bytes a parameter: the densest
+/// frames of distinct keys there are in such numbers), to decode while
+/// every key hash collides (`test_hooks::collide_all_hashes`): all but 32
+/// keys then go into the lookup index's ordered fallback, whose nodes the
+/// bound must cover too. Some end with a repeat of the first key, so that a
+/// strict decode fails at the end and its validating walk fills its key set.
+fn distinct_keys() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for count in [1_025u32, 897, 5_000] {
+        for repeat in [false, true] {
+            let mut b = HEADER.to_vec();
+            b.push(0xdf);
+            b.extend_from_slice(&(count + u32::from(repeat)).to_be_bytes());
+            let key = |k: u32| [0xa2, 0x21 + (k / 94) as u8, 0x21 + (k % 94) as u8];
+            for k in (0..count).chain(repeat.then_some(0)) {
+                b.extend_from_slice(&key(k));
+                b.extend_from_slice(&[0x92, 0x00, 0xc0]);
+            }
+            b.push(0x90);
+            out.push((
+                format!("{count} distinct two-byte keys, colliding, repeat {repeat}"),
+                b,
+            ));
+        }
+    }
+    out
+}
+
 /// The committed fuzz corpus of every target, the regressions, the interop
 /// frames and the crafted inputs, each distinct input once.
 fn all_inputs() -> Vec<(String, Vec<u8>)> {
@@ -370,17 +398,62 @@ fn every_decoder_allocates_at_most_c_n_plus_k_and_respects_max_alloc_bytes() {
             }
         }
     }
+    // Keys whose hashes all collide: the index's ordered fallback holds
+    // nearly every key (and takes memory: checked on one input).
+    let keys = distinct_keys();
+    let strict = Decoder::new().strict(true);
+    let (spread, _) = measure(|| strict.decode(&keys[4].1));
+    messageframe::test_hooks::collide_all_hashes(true);
+    let (colliding, _) = measure(|| strict.decode(&keys[4].1));
+    println!(
+        "strict decode of {}: {spread:?} spread, {colliding:?} colliding",
+        keys[4].0
+    );
+    assert!(colliding.total > spread.total, "the fallback was allocated");
+    let mut worst_colliding = (0.0f64, String::new());
+    for (name, bytes) in &keys {
+        let n = bytes.len();
+        for limits in [Limits::default(), Limits::none()] {
+            for (decoder, usage) in usages(bytes, limits) {
+                assert!(
+                    usage.total <= C * n + K,
+                    "{decoder} on {name} ({n} bytes) allocated {} bytes (peak {}): more than {C} * n + {K}",
+                    usage.total,
+                    usage.peak
+                );
+                let ratio = usage.total.saturating_sub(K) as f64 / n.max(1) as f64;
+                if ratio > worst_colliding.0 {
+                    worst_colliding =
+                        (ratio, format!("{decoder} on {name} ({n} bytes): {usage:?}"));
+                }
+            }
+        }
+        for budget in [0, 1000, 10_000, 100_000] {
+            let strict = Decoder::new()
+                .strict(true)
+                .limits(Limits::default().max_alloc_bytes(budget));
+            let (usage, result) = measure(|| strict.decode(bytes));
+            assert_within_budget("strict decode", name, budget, usage, result.err());
+            let (usage, result) = measure(|| strict.view(bytes).map(|v| v.len()));
+            assert_within_budget("strict view", name, budget, usage, result.err());
+        }
+    }
+    messageframe::test_hooks::collide_all_hashes(false);
     println!("worst (total - K) / n: {:.2} for {}", worst.0, worst.1);
+    println!(
+        "worst with colliding keys: {:.2} for {}",
+        worst_colliding.0, worst_colliding.1
+    );
 
     // A decode stopped by max_alloc_bytes has allocated at most the budget,
     // plus its error value.
     for (name, bytes) in &inputs {
         for budget in [0, 64, 1000, 10_000] {
-            let dec = Decoder::new().limits(Limits {
-                max_alloc_bytes: budget,
-                max_key_len: BUDGET_TEST_KEY_LEN,
-                ..Limits::default()
-            });
+            let dec = Decoder::new().limits(
+                Limits::default()
+                    .max_alloc_bytes(budget)
+                    .max_key_len(BUDGET_TEST_KEY_LEN),
+            );
             let strict = dec.strict(true);
             let (usage, result) = measure(|| dec.decode(bytes));
             assert_within_budget("decode", name, budget, usage, result.err());
@@ -456,10 +529,9 @@ fn a_failed_strict_decode_allocates_at_most_max_alloc_bytes_in_all() {
         "the input needs more than the budget: {usage:?}"
     );
 
-    let limited = Decoder::new().strict(true).limits(Limits {
-        max_alloc_bytes: budget,
-        ..Limits::default()
-    });
+    let limited = Decoder::new()
+        .strict(true)
+        .limits(Limits::default().max_alloc_bytes(budget));
     let (usage, result) = measure(|| limited.decode(&bytes));
     let err = result.unwrap_err();
     // The error carries no key: at most two boxes on top of the budget.

@@ -3,8 +3,8 @@
 
 use bytes::Bytes;
 use messageframe::{
-    Context, DecodeError, Decoder, ErrorKind, Expected, FlatKey, Frame, FrameConfig, FrameView,
-    Header, UnknownValue, Value, ValueRef, ValueType,
+    AddError, Context, DecodeError, Decoder, ErrorKind, Expected, FlatKey, Frame, FrameConfig,
+    FrameView, Header, UnknownValue, UnknownValueBuf, Value, ValueRef, ValueType,
 };
 
 fn fixed_header() -> Header {
@@ -170,7 +170,7 @@ fn flat_keys_carry_the_separator_and_reject_devices_containing_it() {
     let k = FlatKey::new("dev", "a\u{1f}b").unwrap();
     let mut f = Frame::default();
     f.add_flat(&k, 1);
-    let back = Frame::decode(&f.encode()).unwrap();
+    let back = Frame::decode(&f.encode().unwrap()).unwrap();
     assert_eq!(back.find("dev", "a\u{1f}b"), Some(ValueRef::Int(1)));
 }
 
@@ -199,13 +199,67 @@ fn flat_key_operations_match_the_two_part_ones() {
         .all(|(_, _, v)| v == ValueRef::String("s")));
 }
 
-#[cfg(debug_assertions)]
 #[test]
-#[should_panic(expected = "duplicate key")]
-fn add_of_a_duplicate_key_panics_in_debug_builds() {
-    let mut f = Frame::default();
+fn add_of_a_duplicate_key_keeps_both_in_debug_and_release_builds_alike() {
+    // No panic, no lookup, in any build: both entries are kept and encoded,
+    // lookups find the first, as after decoding a frame with a duplicate.
+    let mut f = Frame::new(fixed_header());
     f.add("a", "x", 1);
     f.add("a", "x", 2);
+    let key = FlatKey::new("a", "x").unwrap();
+    f.add_flat(&key, 3);
+    assert_eq!(f.len(), 3);
+    assert_eq!(f.find("a", "x"), Some(ValueRef::Int(1)));
+    let back = Frame::decode(&f.encode().unwrap()).unwrap();
+    assert_eq!(back, f);
+    assert_eq!(
+        Decoder::new()
+            .strict(true)
+            .decode(&f.encode().unwrap())
+            .unwrap_err()
+            .kind(),
+        &ErrorKind::DuplicateKey
+    );
+    // A device holding the separator is stored as given; decoding splits
+    // the key at its first separator.
+    let mut f = Frame::new(fixed_header());
+    f.add("a\u{1f}b", "c", 1);
+    assert_eq!(f.find("a\u{1f}b", "c"), Some(ValueRef::Int(1)));
+    let back = Frame::decode(&f.encode().unwrap()).unwrap();
+    assert_eq!(back.find("a", "b\u{1f}c"), Some(ValueRef::Int(1)));
+}
+
+#[test]
+fn try_add_refuses_duplicates_and_bad_devices_and_changes_nothing() {
+    let mut f = Frame::new(fixed_header());
+    for k in 0..20 {
+        f.try_add("d", &format!("p{k}"), k).unwrap();
+    }
+    let before = f.encode().unwrap();
+    for k in [0, 8, 19] {
+        assert_eq!(
+            f.try_add("d", &format!("p{k}"), "other"),
+            Err(AddError::DuplicateKey)
+        );
+    }
+    let err = f.try_add("a\u{1f}b", "c", 1).unwrap_err();
+    assert!(matches!(err, AddError::InvalidKey(_)));
+    assert_eq!(
+        err.to_string(),
+        "device name \"a\\u{1f}b\" contains the key separator U+001F"
+    );
+    assert!(std::error::Error::source(&err).is_some());
+    assert_eq!(
+        f.encode().unwrap(),
+        before,
+        "a refused try_add changes nothing"
+    );
+    f.try_add("d", "p20", 20.5).unwrap();
+    assert_eq!(f.find("d", "p20"), Some(ValueRef::Double(20.5)));
+    assert_eq!(
+        AddError::DuplicateKey.to_string(),
+        "the frame already holds this key"
+    );
 }
 
 #[test]
@@ -248,7 +302,7 @@ fn attachments_are_moved_in_and_listed_in_order() {
     );
     assert_eq!(f.attachment("none"), None);
 
-    let back = Frame::decode(&f.encode()).unwrap();
+    let back = Frame::decode(&f.encode().unwrap()).unwrap();
     assert_eq!(back, f);
 }
 
@@ -256,7 +310,7 @@ fn attachments_are_moved_in_and_listed_in_order() {
 fn decode_shared_attachments_point_into_the_input_buffer() {
     let mut f = Frame::default();
     f.add_attachment("iq", vec![0xAB; 1 << 16]);
-    let wire = Bytes::from(f.encode());
+    let wire = Bytes::from(f.encode().unwrap());
     let back = Frame::decode_shared(&wire).unwrap();
     let data = back.attachment("iq").unwrap();
     assert!(wire.as_ptr_range().contains(&data.as_ptr()));
@@ -325,7 +379,7 @@ fn message_ids_accept_and_return_user_enums() {
 #[test]
 fn encoded_len_is_exact() {
     let mut f = Frame::new(fixed_header());
-    assert_eq!(f.encoded_len(), f.encode().len());
+    assert_eq!(f.encoded_len(), f.encode().unwrap().len());
     for k in 0..300 {
         match k % 5 {
             0 => f.add("d", &format!("p{k}"), k as f64 * 1.5),
@@ -334,11 +388,11 @@ fn encoded_len_is_exact() {
             3 => f.add("d", &format!("p{k}"), f64::NAN),
             _ => f.add("d", &format!("p{k}"), k % 2 == 0),
         }
-        assert_eq!(f.encoded_len(), f.encode().len(), "after {k}");
+        assert_eq!(f.encoded_len(), f.encode().unwrap().len(), "after {k}");
     }
     f.add_attachment("big", vec![0; 70_000]);
     f.add_attachment("", vec![]);
-    assert_eq!(f.encoded_len(), f.encode().len());
+    assert_eq!(f.encoded_len(), f.encode().unwrap().len());
 }
 
 #[test]
@@ -367,7 +421,7 @@ fn doubles_follow_the_msgpack_c_rule_with_the_two_documented_differences() {
     for &(v, wire) in cases {
         let mut f = Frame::new(fixed_header());
         f.add("d", "p", v);
-        let bytes = f.encode();
+        let bytes = f.encode().unwrap();
         let expected_tail: Vec<u8> = [&[0x92, 20][..], wire, &[0x90]].concat();
         assert!(bytes.ends_with(&expected_tail), "{v}: {bytes:02x?}");
         let back = Frame::decode(&bytes)
@@ -405,13 +459,77 @@ fn unknown_tags_are_kept_and_written_back_unchanged() {
     assert_eq!(b.tag(), 0);
     assert_eq!(f.find("d", "c").unwrap().as_unknown().unwrap().tag(), -128);
     assert_eq!(
-        f.encode(),
+        f.encode().unwrap(),
         bytes,
         "a relay writes unknown values back unchanged"
     );
     let view = FrameView::new(&bytes).unwrap();
     assert_eq!(view.find("d", "a"), f.find("d", "a"));
-    assert_eq!(view.to_frame().encode(), bytes);
+    assert_eq!(view.to_frame().encode().unwrap(), bytes);
+}
+
+#[test]
+fn unknown_tags_are_any_messagepack_integer_and_are_written_back_unchanged() {
+    // Issue 10's 27-byte frame: key "d\x1fx", tag 2^63 as uint64, value nil.
+    let bytes: Vec<u8> = [
+        &[0x93, 0x98, 0, 0, 0, 0, 0, 0, 0, 0][..],
+        &[0x81, 0xa3, b'd', 0x1f, b'x'],
+        &[0x92, 0xcf, 0x80, 0, 0, 0, 0, 0, 0, 0, 0xc0],
+        &[0x90],
+    ]
+    .concat();
+    assert_eq!(bytes.len(), 27);
+    let f = Frame::decode(&bytes).expect("a u64 tag is an unknown tag, not an error");
+    let u = f.find("d", "x").unwrap().as_unknown().unwrap();
+    assert_eq!((u.tag(), u.raw()), (1 << 63, &[0xc0][..]));
+    assert_eq!(f.find("d", "x").unwrap().tag(), 1 << 63);
+    assert_eq!(f.encode().unwrap(), bytes, "written back byte for byte");
+    let view = FrameView::new(&bytes).unwrap();
+    assert_eq!(view.find("d", "x"), f.find("d", "x"));
+    assert_eq!(view.to_frame().encode().unwrap(), bytes);
+    assert_eq!(
+        Frame::decode_shared(&Bytes::from(bytes.clone()))
+            .unwrap()
+            .encode()
+            .unwrap(),
+        bytes
+    );
+
+    // Both ends of the range, from any encoding of the tag: the value is kept
+    // and the tag re-encoded in its shortest form (as every integer is).
+    for (tag_bytes, tag, shortest) in [
+        (
+            &[0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff][..],
+            i128::from(u64::MAX),
+            &[0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff][..],
+        ),
+        (
+            &[0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0][..],
+            i128::from(i64::MIN),
+            &[0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0][..],
+        ),
+        (&[0xd3, 0, 0, 0, 0, 0, 0, 0, 0x32][..], 50, &[0x32][..]),
+        (&[0xcd, 0xff, 0xff][..], 65535, &[0xcd, 0xff, 0xff][..]),
+        (&[0xd1, 0xff, 0x80][..], -128, &[0xd0, 0x80][..]),
+    ] {
+        let pair = |t: &[u8]| [&[0x92][..], t, &[0xa1, b'v']].concat();
+        let input = frame_bytes(&map_of(&[("d\u{1f}t", &pair(tag_bytes))]), &[0x90]);
+        let f = Frame::decode(&input).unwrap();
+        let u = f.find("d", "t").unwrap().as_unknown().unwrap();
+        assert_eq!((u.tag(), u.raw()), (tag, &[0xa1, b'v'][..]));
+        let expected = frame_bytes(&map_of(&[("d\u{1f}t", &pair(shortest))]), &[0x90]);
+        assert_eq!(f.encode().unwrap(), expected, "tag {tag}");
+        assert_eq!(f.encoded_len(), expected.len());
+        let mut built = Frame::new(*f.header());
+        built.add(
+            "d",
+            "t",
+            ValueRef::Unknown(UnknownValue::new(tag, &[0xa1, b'v']).unwrap()),
+        );
+        assert_eq!(built.encode().unwrap(), expected, "tag {tag} added by hand");
+    }
+    assert!(UnknownValue::new(i128::from(u64::MAX) + 1, &[0xc0]).is_none());
+    assert!(UnknownValue::new(i128::from(i64::MIN) - 1, &[0xc0]).is_none());
 }
 
 #[test]
@@ -425,6 +543,47 @@ fn unknown_values_must_be_one_valid_value_under_an_unknown_tag() {
 }
 
 #[test]
+fn an_owned_unknown_value_is_checked_so_every_value_encodes_to_a_decodable_frame() {
+    // The three values of issue 10 that safe code could put in a frame,
+    // which then encoded to bytes `Frame::decode` rejected: none can be
+    // made any more (`Value::Unknown` holds an `UnknownValueBuf`, whose
+    // only constructors check; the compile_fail example on it shows the old
+    // tuple variant is gone).
+    assert_eq!(UnknownValueBuf::new(10, vec![0xa1, b'x']), None);
+    assert_eq!(UnknownValueBuf::new(50, vec![0x92, 0x01]), None);
+    assert_eq!(UnknownValueBuf::new(50, vec![]), None);
+    assert_eq!(UnknownValueBuf::new(50, vec![0xc0, 0xc0]), None);
+
+    let good = UnknownValueBuf::new(50, vec![0x92, 0x01, 0xc0]).unwrap();
+    assert_eq!((good.tag(), good.raw()), (50, &[0x92, 0x01, 0xc0][..]));
+    let values = [
+        Value::from(7),
+        Value::from(2.5),
+        Value::from("s"),
+        Value::from(true),
+        Value::from(good.clone()),
+        Value::from(
+            UnknownValue::new(-3, &[0xa1, b'x'])
+                .unwrap()
+                .to_owned_value(),
+        ),
+    ];
+    let mut frame = Frame::default();
+    for (i, v) in values.iter().enumerate() {
+        frame.add("d", &format!("p{i}"), v);
+    }
+    let back =
+        Frame::decode(&frame.encode().unwrap()).expect("every value a caller can build decodes");
+    for (i, v) in values.iter().enumerate() {
+        let found = back.find("d", &format!("p{i}")).unwrap();
+        assert_eq!(found, *v);
+        assert_eq!(found.to_value(), *v, "owned copy of #{i}");
+    }
+    assert_eq!(values[4].as_unknown(), Some(good.as_unknown_value()));
+    assert_eq!(UnknownValueBuf::from(good.as_unknown_value()), good);
+}
+
+#[test]
 fn a_key_without_separator_is_device_empty_and_the_whole_key_as_param() {
     let bytes = frame_bytes(&map_of(&[("plainkey", &[0x92, 0x0a, 0x07])]), &[0x90]);
     let f = Frame::decode(&bytes).unwrap();
@@ -433,7 +592,11 @@ fn a_key_without_separator_is_device_empty_and_the_whole_key_as_param() {
         Some(("", "plainkey"))
     );
     assert_eq!(f.find("", "plainkey"), Some(ValueRef::Int(7)));
-    assert_eq!(f.encode(), bytes, "the key is written back as it came");
+    assert_eq!(
+        f.encode().unwrap(),
+        bytes,
+        "the key is written back as it came"
+    );
     let view = FrameView::new(&bytes).unwrap();
     assert_eq!(view.find("", "plainkey"), Some(ValueRef::Int(7)));
     assert_eq!(
@@ -476,7 +639,7 @@ fn duplicate_keys_decode_with_the_first_occurrence_winning() {
             Some(ValueRef::Int(0)),
             "first wins, n={n_before}"
         );
-        assert_eq!(f.encode(), bytes, "a relay loses nothing");
+        assert_eq!(f.encode().unwrap(), bytes, "a relay loses nothing");
         let view = FrameView::new(&bytes).unwrap();
         assert_eq!(view.find("d", "p0"), Some(ValueRef::Int(0)));
     }
@@ -680,7 +843,7 @@ fn invalid_utf8_is_an_error_in_keys_values_and_names() {
 fn trailing_bytes_after_one_frame_are_an_error_but_prefix_decoding_reports_the_length() {
     let mut f = Frame::new(fixed_header());
     f.add("a", "b", 1);
-    let one = f.encode();
+    let one = f.encode().unwrap();
     let mut two = one.clone();
     two.extend_from_slice(&one);
     let err = err_of(Frame::decode(&two));
@@ -705,10 +868,10 @@ fn a_failed_decode_leaves_the_destination_empty_with_its_header_unchanged() {
     for k in 0..50 {
         src.add("d", &format!("p{k}"), k);
     }
-    let bytes = src.encode();
+    let bytes = src.encode().unwrap();
     // Truncated in the middle of the parameters: half of them were stored.
     let err = dest.decode_from(&bytes[..bytes.len() / 2]).unwrap_err();
-    assert_eq!(err.kind(), &ErrorKind::Truncated);
+    assert!(matches!(err.kind(), ErrorKind::Truncated { .. }), "{err}");
     assert!(dest.is_empty());
     assert_eq!(dest.attachment_count(), 0);
     assert_eq!(*dest.header(), fixed_header());
@@ -722,7 +885,8 @@ fn errors_display_what_and_where() {
     let err = err_of(Frame::decode(&[0x93, 0x98, 1, 2]));
     assert_eq!(
         err.to_string(),
-        "input is truncated at byte 4 (in header field `source`)"
+        "input is truncated: an integer at byte 4 needs 1 byte, only 0 are left \
+         (in header field `source`)"
     );
     let err = err_of(Frame::decode(&[0x80]));
     assert_eq!(
@@ -738,12 +902,108 @@ fn errors_display_what_and_where() {
 }
 
 #[test]
+fn a_truncation_says_which_element_where_it_starts_and_what_it_needs_and_has() {
+    // Issue 10: a frame with a 1 MiB attachment, cut at byte 2,000. The
+    // error used to read "input is truncated at byte 160 (in attachment
+    // #0)", which looks like a frame cut at byte 160.
+    let mut f = Frame::new(fixed_header());
+    for k in 0..4 {
+        f.add("d", &format!("p{k}"), "x".repeat(20).as_str());
+    }
+    f.add_attachment("iq", vec![0xAB; 1 << 20]);
+    let bytes = f.encode().unwrap();
+    let data_at = bytes.len() - (1 << 20) - 5; // the bin32 marker
+    let cut = &bytes[..2000];
+    let expected = format!(
+        "input is truncated: binary data at byte {data_at} needs 1048581 bytes, \
+         only {} are left (in attachment #0)",
+        2000 - data_at
+    );
+    for err in [
+        Frame::decode(cut).unwrap_err(),
+        FrameView::new(cut).unwrap_err(),
+        Decoder::new().strict(true).decode(cut).unwrap_err(),
+        Header::peek_frame(cut).unwrap_err(),
+    ] {
+        assert_eq!(err.to_string(), expected);
+        assert_eq!(err.offset(), data_at);
+        assert!(matches!(
+            *err.kind(),
+            ErrorKind::Truncated { element: Expected::Binary, needed: 1_048_581, available, .. }
+                if available == 2000 - data_at
+        ));
+    }
+
+    // A string value cut inside its length prefix: the string, from its
+    // marker.
+    let mut f = Frame::new(fixed_header());
+    f.add("d", "long", "y".repeat(300).as_str());
+    let bytes = f.encode().unwrap();
+    let value_at = bytes.windows(2).position(|w| w == [0xda, 0x01]).unwrap();
+    let err = Frame::decode(&bytes[..value_at + 2]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "input is truncated: a string at byte {value_at} needs 3 bytes, only 2 are left \
+             (in value of `d␟long`)"
+        )
+    );
+
+    // An empty input: one wording everywhere (mframe prints it too).
+    for err in [
+        Frame::decode(&[]).unwrap_err(),
+        FrameView::new(&[]).unwrap_err(),
+        Header::peek(&[]).unwrap_err(),
+        Header::peek_frame(&[]).unwrap_err(),
+        Decoder::new()
+            .decode_prefix_into(&mut Frame::default(), &[])
+            .unwrap_err(),
+    ] {
+        assert_eq!(err.to_string(), "input is empty: no frame at byte 0");
+        assert!(matches!(
+            err.kind(),
+            ErrorKind::Truncated {
+                needed: 1,
+                available: 0,
+                ..
+            }
+        ));
+    }
+}
+
+#[test]
+fn peek_frame_errors_say_which_part_of_the_frame_they_are_in() {
+    let mut f = Frame::new(fixed_header());
+    f.add("d", "p", "text");
+    f.add_attachment("a", vec![1, 2, 3]);
+    f.add_attachment("b", vec![4, 5, 6]);
+    let bytes = f.encode().unwrap();
+    let text_at = bytes.windows(5).position(|w| w == b"\xa4text").unwrap();
+    let err = Header::peek_frame(&bytes[..text_at + 2]).unwrap_err();
+    assert_eq!(err.context(), &Context::Value("d\u{1f}p".into()));
+    assert_eq!(err.offset(), text_at);
+    let b_at = bytes
+        .windows(3)
+        .position(|w| w == [0x92, 0xa1, b'b'])
+        .unwrap();
+    let err = Header::peek_frame(&bytes[..b_at + 1]).unwrap_err();
+    assert_eq!(err.context(), &Context::Attachment(1));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "input is truncated: an array at byte {b_at} needs 3 bytes, only 1 is left \
+             (in attachment #1)"
+        )
+    );
+}
+
+#[test]
 fn header_peek_reads_only_the_header() {
     // Small header values: the header takes exactly 10 bytes.
     let small = Header::from_fields(1, 2, 3, 4, 5, 6, 1, 0);
     let mut f = Frame::new(small);
     f.add("d", "p", 1);
-    let mut bytes = f.encode();
+    let mut bytes = f.encode().unwrap();
     assert_eq!(Header::peek(&bytes).unwrap(), small);
     // Corrupt the payload: the peek does not look at it.
     let n = bytes.len();
@@ -752,10 +1012,10 @@ fn header_peek_reads_only_the_header() {
     assert!(Frame::decode(&bytes).is_err());
     // Only the header bytes are needed.
     assert_eq!(Header::peek(&bytes[..10]).unwrap(), small);
-    assert_eq!(
+    assert!(matches!(
         Header::peek(&bytes[..9]).unwrap_err().kind(),
-        &ErrorKind::Truncated
-    );
+        ErrorKind::Truncated { .. }
+    ));
 }
 
 #[test]
@@ -773,7 +1033,7 @@ fn repeated_string_replacement_keeps_values_right() {
             Some(v.as_str())
         );
     }
-    let back = Frame::decode(&f.encode()).unwrap();
+    let back = Frame::decode(&f.encode().unwrap()).unwrap();
     assert_eq!(back, f);
     assert_eq!(f.len(), 20);
 }
@@ -783,7 +1043,7 @@ fn peek_frame_gives_the_frame_length_without_validating_parameters() {
     let mut f = Frame::new(fixed_header());
     f.add("d", "p", "text");
     f.add_attachment("iq", vec![7; 1000]);
-    let mut bytes = f.encode();
+    let mut bytes = f.encode().unwrap();
     let (header, len) = Header::peek_frame(&bytes).unwrap();
     assert_eq!((header, len), (fixed_header(), f.encoded_len()));
     // Invalid UTF-8 in the string value: a full decode fails, the peek does
@@ -797,7 +1057,8 @@ fn peek_frame_gives_the_frame_length_without_validating_parameters() {
     assert_eq!(Header::peek_frame(&bytes).unwrap().1, len);
     // A truncated frame has no length.
     let err = Header::peek_frame(&bytes[..len - 1]).unwrap_err();
-    assert_eq!(err.kind(), &ErrorKind::Truncated);
+    assert!(matches!(err.kind(), ErrorKind::Truncated { .. }), "{err}");
+    assert_eq!(err.context(), &Context::Attachment(0));
 }
 
 #[test]
@@ -833,10 +1094,7 @@ fn frames_views_and_errors_are_send_and_sync() {
 
 /// A decoder whose only non-default limit is `max_string_len`.
 fn string_limited(max_string_len: usize) -> Decoder {
-    Decoder::new().limits(messageframe::Limits {
-        max_string_len,
-        ..messageframe::Limits::default()
-    })
+    Decoder::new().limits(messageframe::Limits::default().max_string_len(max_string_len))
 }
 
 #[test]
@@ -846,7 +1104,7 @@ fn small_string_limits_apply_to_the_usual_encodings_too() {
     let string_len = ErrorKind::LimitExceeded(messageframe::Limit::StringLen);
     let mut f = Frame::new(fixed_header());
     f.add("device_name_x", "param_ab", "twenty bytes long!!!");
-    let bytes = f.encode();
+    let bytes = f.encode().unwrap();
     let err = string_limited(10).decode(&bytes).unwrap_err();
     assert_eq!(err.kind(), &string_len);
     assert_eq!(string_limited(10).view(&bytes).unwrap_err(), err);
@@ -857,7 +1115,7 @@ fn small_string_limits_apply_to_the_usual_encodings_too() {
     // A short key and a long value: the value is what exceeds the limit.
     let mut f = Frame::new(fixed_header());
     f.add("d", "p", "twenty bytes long!!!");
-    let bytes = f.encode();
+    let bytes = f.encode().unwrap();
     let err = string_limited(10).decode(&bytes).unwrap_err();
     assert_eq!(err.kind(), &string_len);
     assert_eq!(err.context(), &Context::Value("d\u{1f}p".into()));

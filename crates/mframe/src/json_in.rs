@@ -12,8 +12,8 @@ use base64::Engine as _;
 use messageframe::{now_millis, Frame, Header, UnknownValue, ValueRef, SEPARATOR};
 use serde_json::{Map, Value};
 
-/// MessagePack's length limit; the library panics on longer attachments
-/// and texts, so the CLI refuses them first.
+/// MessagePack's length limit; the CLI refuses longer attachments and texts
+/// first, naming the JSON field (the library's encoder would refuse them too).
 const MAX_WIRE_LEN: u64 = u32::MAX as u64;
 
 /// Encodes every non-blank line into one frame; all frames concatenated.
@@ -27,7 +27,9 @@ pub fn encode_lines(input: &[u8]) -> Result<Vec<u8>, String> {
         let value: Value = serde_json::from_slice(line)
             .map_err(|e| format!("line {line_no}: {}", json_syntax_error(&e)))?;
         let frame = frame_from_json(&value).map_err(|e| format!("line {line_no}: {e}"))?;
-        frame.encode_into(&mut out);
+        frame
+            .encode_into(&mut out)
+            .map_err(|e| format!("line {line_no}: {e}"))?;
     }
     Ok(out)
 }
@@ -161,8 +163,8 @@ fn add_param(
         "unknown" => {
             known_fields(obj, &["device", "param", "type", "tag", "raw"], at)?;
             let tag_at = format!("{at}.tag");
-            let tag = integer(field(obj, "tag", at)?, i64::MIN.into(), i64::MAX.into(), &tag_at)?;
-            let tag = i64::try_from(tag).map_err(|_| format!("{tag_at}: out of range"))?;
+            // Any MessagePack integer is a tag.
+            let tag = integer(field(obj, "tag", at)?, i64::MIN.into(), u64::MAX.into(), &tag_at)?;
             if matches!(tag, 10 | 20 | 30 | 40) {
                 return Err(format!(
                     "{tag_at}: {tag} is the tag of a known type; write it with that \"type\" instead"

@@ -83,8 +83,9 @@ fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>) {
         ValueRef::Double(v) => write_double(out, v),
         ValueRef::String(s) => write_str(out, s),
         ValueRef::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
-        // Handled by the caller: it has its own fields.
-        ValueRef::Unknown(_) => out.extend_from_slice(b"null"),
+        // Unknown values are handled by the caller (they have their own
+        // fields); `ValueRef` is non-exhaustive.
+        _ => out.extend_from_slice(b"null"),
     }
 }
 

@@ -117,6 +117,10 @@ fn push_value(s: &mut String, value: ValueRef<'_>) {
             push_hex_preview(s, u.raw());
             s.push('>');
         }
+        // `ValueRef` is non-exhaustive: a type added later prints as itself.
+        other => {
+            let _ = write!(s, "{other}");
+        }
     }
 }
 

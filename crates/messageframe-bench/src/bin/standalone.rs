@@ -65,7 +65,9 @@ fn main() -> ExitCode {
         black_box(frame.find("dev", last));
         let t2 = Instant::now();
         buf.clear();
-        frame.encode_into(&mut buf);
+        frame
+            .encode_into(&mut buf)
+            .expect("the benchmark frames encode");
         let t3 = Instant::now();
         let decoded = Frame::decode(&buf);
         let t4 = Instant::now();

@@ -40,12 +40,19 @@ pub struct Interop {
 pub fn interop_frames() -> Vec<Interop> {
     let dir = data_dir().join("interop");
     let mut out = Vec::new();
+    let mut left_out = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("interop dir") {
         let path = entry.unwrap().path();
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
         }
-        let json: Json = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let text = std::fs::read(&path).unwrap();
+        if cfg!(miri) && too_large_for_miri(&path, &text) {
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            left_out.push(stem);
+            continue;
+        }
+        let json: Json = serde_json::from_slice(&text).unwrap();
         let file = json["file"].as_str().unwrap();
         let bytes = std::fs::read(dir.join(file)).unwrap();
         out.push(Interop {
@@ -56,11 +63,33 @@ pub fn interop_frames() -> Vec<Interop> {
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     assert!(
-        out.len() >= 11,
+        out.len() + left_out.len() >= 11,
         "expected the 11 interop frames, found {}",
-        out.len()
+        out.len() + left_out.len()
     );
+    if !left_out.is_empty() {
+        // Said on stderr, past the test harness's capture, so that no run
+        // leaves frames out silently (docs/security.md lists what Miri runs).
+        left_out.sort();
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("note: under Miri, interop frames over 1 KiB are left out: {left_out:?}\n")
+                .as_bytes(),
+        );
+    }
     out
+}
+
+/// Under Miri, which interprets every instruction, the interop frames
+/// larger than 1 KiB (long strings, a 4 KiB attachment, 127 and 150
+/// parameters) would take most of the CI job's time, parsing their JSON
+/// descriptions alone, and exercise no code that the smaller ones (every
+/// value type, every integer width, map16) and the other tests Miri runs
+/// do not. Judged before the description is parsed: the frame file is
+/// named after it.
+fn too_large_for_miri(json_path: &Path, json: &[u8]) -> bool {
+    let frame = std::fs::metadata(json_path.with_extension("mfb")).map_or(0, |m| m.len());
+    frame > 1024 || json.len() > 4096
 }
 
 pub fn sha256_hex(data: &[u8]) -> String {
@@ -123,5 +152,5 @@ pub fn add_json_param(frame: &mut Frame, p: &Json) {
 
 /// Same bytes for equal doubles even when NaN: compare frames by encoding.
 pub fn same_frame(a: &Frame, b: &Frame) -> bool {
-    a.encode() == b.encode()
+    a.encode().unwrap() == b.encode().unwrap()
 }

@@ -33,7 +33,9 @@ def describe(frame):
         elif kind == "string":
             assert isinstance(value, str)
         else:
-            value = msgpack.packb(value).hex()
+            # The tag exactly, and the value re-packed by Python's msgpack:
+            # the test compares its content with what was written.
+            value = {"tag": tag, "raw": msgpack.packb(value).hex()}
         out_params.append({"device": device, "param": param, "type": kind, "value": value})
     out_atts = []
     for name, data in attachments:

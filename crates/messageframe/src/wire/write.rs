@@ -1,0 +1,320 @@
+//! MessagePack writing primitives, in msgpack-c's choice of forms (the
+//! shortest for every integer and length), and their encoded sizes. Nothing
+//! here knows about frames.
+//!
+//! Written by hand rather than through `rmp::encode`: every element is a
+//! marker plus a big-endian payload pushed into a `Vec` whose capacity was
+//! reserved once for the whole frame (docs/performance.md compares the
+//! encoder's serialize phase with rmp's writer).
+//!
+//! The writers are generic over [`Out`], so that one encoder writes into a
+//! `Vec<u8>`, straight into a `BytesMut` (the tokio codec's write buffer)
+//! or into any `BufMut`, without an intermediate buffer.
+
+use bytes::{BufMut, BytesMut};
+
+/// Where the writers put bytes: the handful of `Vec` operations they use.
+pub(crate) trait Out {
+    fn push(&mut self, b: u8);
+    fn extend_from_slice(&mut self, s: &[u8]);
+    /// Makes room for `n` more bytes where the buffer can grow; `false` if
+    /// the allocation failed (only a `Vec` reports it).
+    fn try_reserve(&mut self, n: usize) -> bool;
+    /// Writes the first `len` (at most 8) bytes of `word` in little-endian
+    /// order: short strings go out in one fixed-size store when 8 bytes of
+    /// room are already there.
+    fn put_word(&mut self, word: u64, len: usize);
+}
+
+impl Out for Vec<u8> {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        Vec::push(self, b);
+    }
+    #[inline(always)]
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        Vec::extend_from_slice(self, s);
+    }
+    #[inline(always)]
+    fn try_reserve(&mut self, n: usize) -> bool {
+        Vec::try_reserve(self, n).is_ok()
+    }
+    #[inline(always)]
+    fn put_word(&mut self, word: u64, len: usize) {
+        let bytes = word.to_le_bytes();
+        if self.capacity() - self.len() >= 8 {
+            let at = self.len();
+            Vec::extend_from_slice(self, &bytes);
+            self.truncate(at + len);
+        } else {
+            Vec::extend_from_slice(self, &bytes[..len]);
+        }
+    }
+}
+
+impl Out for BytesMut {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        self.put_u8(b);
+    }
+    #[inline(always)]
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        BytesMut::extend_from_slice(self, s);
+    }
+    #[inline(always)]
+    fn try_reserve(&mut self, n: usize) -> bool {
+        BytesMut::reserve(self, n);
+        true
+    }
+    #[inline(always)]
+    fn put_word(&mut self, word: u64, len: usize) {
+        let bytes = word.to_le_bytes();
+        if self.capacity() - self.len() >= 8 {
+            let at = self.len();
+            BytesMut::extend_from_slice(self, &bytes);
+            self.truncate(at + len);
+        } else {
+            BytesMut::extend_from_slice(self, &bytes[..len]);
+        }
+    }
+}
+
+/// Any [`BufMut`]: no reserve (a growable `BufMut` grows by itself; a fixed
+/// one was checked for room by the caller) and no over-write trick.
+pub(crate) struct AnyBuf<'a, B: ?Sized>(pub(crate) &'a mut B);
+
+impl<B: BufMut + ?Sized> Out for AnyBuf<'_, B> {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        self.0.put_u8(b);
+    }
+    #[inline(always)]
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        self.0.put_slice(s);
+    }
+    #[inline(always)]
+    fn try_reserve(&mut self, _n: usize) -> bool {
+        true
+    }
+    #[inline(always)]
+    fn put_word(&mut self, word: u64, len: usize) {
+        self.0.put_slice(&word.to_le_bytes()[..len]);
+    }
+}
+
+#[inline(always)]
+pub(crate) fn write_uint(out: &mut impl Out, v: u64) {
+    if v < 0x80 {
+        out.push(v as u8);
+    } else if v <= u64::from(u8::MAX) {
+        out.extend_from_slice(&[0xcc, v as u8]);
+    } else if v <= u64::from(u16::MAX) {
+        let b = (v as u16).to_be_bytes();
+        out.extend_from_slice(&[0xcd, b[0], b[1]]);
+    } else if v <= u64::from(u32::MAX) {
+        let b = (v as u32).to_be_bytes();
+        out.extend_from_slice(&[0xce, b[0], b[1], b[2], b[3]]);
+    } else {
+        out.push(0xcf);
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// Shortest form; non-negative values use the unsigned markers (msgpack-c).
+#[inline(always)]
+pub(crate) fn write_int(out: &mut impl Out, v: i64) {
+    if v >= 0 {
+        write_uint(out, v as u64);
+    } else if v >= -32 {
+        out.push(v as u8);
+    } else if v >= i64::from(i8::MIN) {
+        out.extend_from_slice(&[0xd0, v as u8]);
+    } else if v >= i64::from(i16::MIN) {
+        let b = (v as i16).to_be_bytes();
+        out.extend_from_slice(&[0xd1, b[0], b[1]]);
+    } else if v >= i64::from(i32::MIN) {
+        let b = (v as i32).to_be_bytes();
+        out.extend_from_slice(&[0xd2, b[0], b[1], b[2], b[3]]);
+    } else {
+        out.push(0xd3);
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// A tag: any MessagePack integer (`i64::MIN..=u64::MAX`), in the shortest
+/// form. The caller guarantees the range.
+#[inline]
+pub(crate) fn write_tag(out: &mut Vec<u8>, tag: i128) {
+    match i64::try_from(tag) {
+        Ok(v) => write_int(out, v),
+        Err(_) => write_uint(out, tag as u64),
+    }
+}
+
+#[inline]
+fn write_len(
+    out: &mut impl Out,
+    len: usize,
+    fix: Option<(u8, usize)>,
+    m8: Option<u8>,
+    m16: u8,
+    m32: u8,
+) {
+    match fix {
+        Some((base, max)) if len <= max => return out.push(base | len as u8),
+        _ => {}
+    }
+    match m8 {
+        Some(m) if len <= usize::from(u8::MAX) => return out.extend_from_slice(&[m, len as u8]),
+        _ => {}
+    }
+    if len <= usize::from(u16::MAX) {
+        let b = (len as u16).to_be_bytes();
+        out.extend_from_slice(&[m16, b[0], b[1]]);
+    } else {
+        // Lengths are bounded to u32 where they enter a frame (add_attachment,
+        // the text arena), so this conversion cannot truncate.
+        let b = u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes();
+        out.extend_from_slice(&[m32, b[0], b[1], b[2], b[3]]);
+    }
+}
+
+#[inline(always)]
+pub(crate) fn write_str(out: &mut impl Out, s: &[u8]) {
+    let n = s.len();
+    // Keys and most string values are fixstrs: one marker byte. Up to 7
+    // bytes, marker and string go out as one fixed-size 8-byte write (then
+    // the length is cut back), not a call to `memcpy`.
+    if n < 8 {
+        out.put_word(0xa0 | n as u64 | crate::key::le_value(s) << 8, 1 + n);
+        return;
+    }
+    if n < 32 {
+        out.push(0xa0 | n as u8);
+    } else {
+        write_str_len(out, n);
+    }
+    out.extend_from_slice(s);
+}
+
+#[inline(never)]
+fn write_str_len(out: &mut impl Out, len: usize) {
+    write_len(out, len, Some((0xa0, 31)), Some(0xd9), 0xda, 0xdb);
+}
+
+/// The marker and length of a bin of `len` bytes, without the bytes.
+#[inline]
+pub(crate) fn write_bin_len(out: &mut impl Out, len: usize) {
+    write_len(out, len, None, Some(0xc4), 0xc5, 0xc6);
+}
+
+/// Appends binary data after its [`write_bin_len`] header: large data
+/// through [`copy_cached`], so that it stays in cache.
+#[inline]
+pub(crate) fn write_bin_data(out: &mut impl Out, b: &[u8]) {
+    if b.len() <= CACHED_COPY_CHUNK {
+        out.extend_from_slice(b);
+    } else {
+        write_large_bin(out, b);
+    }
+}
+
+/// Large binary data, copied so that it stays in cache (see
+/// [`copy_cached`]); out of line, as it is rare.
+#[cold]
+#[inline(never)]
+fn write_large_bin(out: &mut impl Out, b: &[u8]) {
+    copy_cached(b, |piece| out.extend_from_slice(piece));
+}
+
+#[inline]
+pub(crate) fn write_array_len(out: &mut impl Out, len: usize) {
+    write_len(out, len, Some((0x90, 15)), None, 0xdc, 0xdd);
+}
+
+#[inline]
+pub(crate) fn write_map_len(out: &mut impl Out, len: usize) {
+    write_len(out, len, Some((0x80, 15)), None, 0xde, 0xdf);
+}
+
+/// Encoded size of [`write_uint`]`(v)`.
+#[inline]
+pub(crate) fn uint_len(v: u64) -> usize {
+    match v {
+        0..=0x7f => 1,
+        0x80..=0xff => 2,
+        0x100..=0xffff => 3,
+        0x1_0000..=0xffff_ffff => 5,
+        _ => 9,
+    }
+}
+/// Encoded size of [`write_int`]`(v)`.
+#[inline]
+pub(crate) fn int_len(v: i64) -> usize {
+    if v >= 0 {
+        uint_len(v as u64)
+    } else if v >= -32 {
+        1
+    } else if v >= i64::from(i8::MIN) {
+        2
+    } else if v >= i64::from(i16::MIN) {
+        3
+    } else if v >= i64::from(i32::MIN) {
+        5
+    } else {
+        9
+    }
+}
+/// Size of the marker and length prefix of a string, bin, array or map of
+/// `len`: `fix_max` is the largest fix form (none for bin), `has8` whether an
+/// 8-bit form exists.
+#[inline]
+pub(crate) fn len_prefix_len(len: usize, fix_max: Option<usize>, has8: bool) -> usize {
+    if fix_max.is_some_and(|max| len <= max) {
+        1
+    } else if has8 && len <= 0xff {
+        2
+    } else if len <= 0xffff {
+        3
+    } else {
+        5
+    }
+}
+
+/// The largest piece [`copy_cached`] hands to one `memcpy`.
+pub(crate) const CACHED_COPY_CHUNK: usize = 64 << 10;
+
+/// The largest copy [`copy_cached`] splits; longer ones go to `memcpy` whole.
+pub(crate) const CACHED_COPY_MAX: usize = 8 << 20;
+
+/// Copies `data` by `put`, in pieces of at most 64 KiB, so that the copy
+/// stays in cache for whoever reads it next (issue 14).
+///
+/// glibc's `memcpy` writes a copy longer than its `x86_non_temporal_threshold`
+/// (three quarters of the calling thread's share of the last-level cache)
+/// with non-temporal stores, straight to memory. On many Intel server parts
+/// and their guests the threshold is below 1 MiB, and then each step of the
+/// copying path (into the frame, into the wire, out of it) reads a buffer
+/// the step before has just written to DRAM: with the threshold forced to
+/// 256 KiB on the machine of docs/performance.md the 1 MiB round trip took
+/// 172 µs against 73 µs (`examples/attachment_copy.rs`), the pattern users
+/// saw on a Xeon guest. Pieces of 64 KiB are below the thresholds glibc
+/// computes on current x86 parts (hundreds of KiB and more), so they are
+/// copied through the cache, at the cost of a call per 64 KiB (a threshold
+/// set lower by hand, which the tunable allows down to 16 KiB, would still
+/// apply). Copies longer than [`CACHED_COPY_MAX`] would not stay in cache
+/// anyway, and are left to `memcpy`'s own choice.
+///
+/// The price, where glibc would not have used non-temporal stores: pieces
+/// this size go through `rep movsb` instead of a vector loop, which on the
+/// AMD machine of docs/performance.md is about 15 % slower when source and
+/// destination are aligned differently, as an attachment and its place in
+/// the wire bytes are (the 1 MiB round trip: about 6 % slower there).
+#[inline]
+pub(crate) fn copy_cached(data: &[u8], mut put: impl FnMut(&[u8])) {
+    if data.len() <= CACHED_COPY_CHUNK || data.len() > CACHED_COPY_MAX {
+        put(data);
+    } else {
+        data.chunks(CACHED_COPY_CHUNK).for_each(put);
+    }
+}
