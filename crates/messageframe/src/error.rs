@@ -223,7 +223,53 @@ pub enum AddError {
     /// all (or its unknown values would), what one frame holds; a single
     /// string that long is beyond MessagePack's `str32` anyway.
     CapacityExceeded,
+    /// The value is an integer outside Int64's range (a `u64` or `usize`
+    /// above `i64::MAX`), which the wire format cannot carry.
+    IntOutOfRange(IntOutOfRange),
 }
+
+impl From<IntOutOfRange> for AddError {
+    fn from(e: IntOutOfRange) -> Self {
+        AddError::IntOutOfRange(e)
+    }
+}
+
+/// An unsigned integer above `i64::MAX`, refused where a parameter value
+/// (an Int64) was to be made from it: by `Value::try_from`,
+/// `ValueRef::try_from` and [`Frame::try_add`](crate::Frame::try_add).
+///
+/// ```
+/// use messageframe::{IntOutOfRange, Value};
+///
+/// assert_eq!(Value::try_from(7u64), Ok(Value::Int(7)));
+/// let err: IntOutOfRange = Value::try_from(u64::MAX).unwrap_err();
+/// assert_eq!(err.value(), u64::MAX);
+/// assert_eq!(err.to_string(), "18446744073709551615 is outside the Int64 range");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntOutOfRange {
+    value: u64,
+}
+
+impl IntOutOfRange {
+    pub(crate) fn new(value: u64) -> Self {
+        IntOutOfRange { value }
+    }
+
+    /// The integer that was refused.
+    #[must_use]
+    pub fn value(&self) -> u64 {
+        self.value
+    }
+}
+
+impl fmt::Display for IntOutOfRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} is outside the Int64 range", self.value)
+    }
+}
+
+impl std::error::Error for IntOutOfRange {}
 
 impl fmt::Display for AddError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -233,6 +279,7 @@ impl fmt::Display for AddError {
             AddError::CapacityExceeded => {
                 f.write_str("the frame's keys and strings would exceed 4 GiB, what one frame holds")
             }
+            AddError::IntOutOfRange(e) => write!(f, "{e}"),
         }
     }
 }
@@ -241,6 +288,7 @@ impl std::error::Error for AddError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             AddError::InvalidKey(e) => Some(e),
+            AddError::IntOutOfRange(e) => Some(e),
             _ => None,
         }
     }

@@ -9,8 +9,8 @@ use crate::encode;
 use crate::error::{AddError, EncodeError};
 use crate::header::Header;
 use crate::key::{FlatKey, InvalidKey};
-use crate::params::{grown_capacity, Params, TEXT_BYTES_PER_PARAM};
-use crate::value::{ToValueRef, ValueRef};
+use crate::params::{grown_capacity, Entry, Params, TEXT_BYTES_PER_PARAM};
+use crate::value::{ToValueRef, TryToValueRef, Value, ValueRef};
 use crate::wire::write::copy_cached;
 use crate::DecodeError;
 
@@ -84,7 +84,7 @@ pub(crate) struct AttachmentSlot {
 
 /// The attachments of a frame: slots in insertion order, names in one arena.
 #[derive(Default)]
-pub(crate) struct Attachments {
+pub(crate) struct AttachmentStore {
     slots: Vec<AttachmentSlot>,
     names: String,
     /// Buffers of cleared attachments that the frame had copied and that
@@ -94,9 +94,9 @@ pub(crate) struct Attachments {
     spare: Vec<BytesMut>,
 }
 
-impl Clone for Attachments {
+impl Clone for AttachmentStore {
     fn clone(&self) -> Self {
-        Attachments {
+        AttachmentStore {
             slots: self.slots.clone(),
             names: self.names.clone(),
             spare: Vec::new(),
@@ -104,9 +104,9 @@ impl Clone for Attachments {
     }
 }
 
-impl Attachments {
+impl AttachmentStore {
     fn with_capacity(count: usize) -> Self {
-        Attachments {
+        AttachmentStore {
             slots: Vec::with_capacity(count),
             names: String::with_capacity(count.saturating_mul(16)),
             spare: Vec::new(),
@@ -237,13 +237,45 @@ impl Attachments {
 pub struct Frame {
     header: Header,
     params: Params,
-    attachments: Attachments,
+    attachments: AttachmentStore,
 }
 
 impl Default for Frame {
-    /// An empty frame with [`Header::default`] (ids 0, timestamp now).
+    /// An empty frame with [`Header::default`]: ids 0, version 1, and
+    /// timestamp 0. It does not read the clock (a `Default` has no side
+    /// inputs, and builds without `std` have no clock): set the timestamp
+    /// with [`update_timestamp`](Frame::update_timestamp) or the header's
+    /// setters, or build with [`Header::new`], which reads it.
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let frame = Frame::default();
+    /// assert_eq!(frame.header().timestamp(), 0);
+    /// assert_eq!(frame.header().version(), 1);
+    /// ```
     fn default() -> Self {
         Frame::new(Header::default())
+    }
+}
+
+impl TryFrom<&[u8]> for Frame {
+    type Error = DecodeError;
+
+    /// Decodes exactly one frame, as [`Frame::decode`] (default
+    /// [`Limits`](crate::Limits), attachment data copied).
+    ///
+    /// ```
+    /// use messageframe::Frame;
+    ///
+    /// let mut frame = Frame::default();
+    /// frame.add("d", "p", 1);
+    /// let bytes = frame.encode()?;
+    /// assert_eq!(Frame::try_from(&bytes[..])?, frame);
+    /// assert!(Frame::try_from(&b"\x93"[..]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn try_from(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Frame::decode(bytes)
     }
 }
 
@@ -254,7 +286,7 @@ impl Frame {
         Frame {
             header,
             params: Params::default(),
-            attachments: Attachments::default(),
+            attachments: AttachmentStore::default(),
         }
     }
 
@@ -265,7 +297,7 @@ impl Frame {
         Frame {
             header,
             params: Params::with_capacity(config.params, config.text_bytes),
-            attachments: Attachments::with_capacity(config.attachments),
+            attachments: AttachmentStore::with_capacity(config.attachments),
         }
     }
 
@@ -290,6 +322,20 @@ impl Frame {
     /// Replaces the header.
     pub fn set_header(&mut self, header: Header) {
         self.header = header;
+    }
+
+    /// Sets the header's timestamp to the current time
+    /// ([`Header::update_timestamp`], the C++ `updateTimestamp()`).
+    ///
+    /// ```
+    /// # use messageframe::Frame;
+    /// let mut frame = Frame::default();
+    /// frame.update_timestamp();
+    /// assert!(frame.header().timestamp() > 0);
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn update_timestamp(&mut self) {
+        self.header.update_timestamp();
     }
 
     /// Appends `(device, param) = value` in O(1) without looking the key up
@@ -343,8 +389,11 @@ impl Frame {
     /// refuses: [`AddError::DuplicateKey`] if the frame holds the key
     /// already, [`AddError::InvalidKey`] if `device` contains U+001F,
     /// [`AddError::CapacityExceeded`] if the frame's text would pass 4 GiB
-    /// (where `add` panics). It looks the key up, so it costs a lookup more
-    /// than `add` (O(1) amortized: see [`find`](Frame::find)).
+    /// (where `add` panics), [`AddError::IntOutOfRange`] for a `u64` or
+    /// `usize` above `i64::MAX`: unlike `add`, it takes those two (see
+    /// [`TryToValueRef`]), so `frame.try_add(.., vec.len())` works. It
+    /// looks the key up, so it costs a lookup more than `add` (O(1)
+    /// amortized: see [`find`](Frame::find)).
     ///
     /// ```
     /// use messageframe::{AddError, Frame};
@@ -361,13 +410,13 @@ impl Frame {
         &mut self,
         device: &str,
         param: &str,
-        value: impl ToValueRef,
+        value: impl TryToValueRef,
     ) -> Result<(), AddError> {
+        let value = value.try_to_value_ref()?;
         InvalidKey::check(device).map_err(AddError::InvalidKey)?;
         if self.contains(device, param) {
             return Err(AddError::DuplicateKey);
         }
-        let value = value.to_value_ref();
         if !self.params.fits(device, param, value) {
             return Err(AddError::CapacityExceeded);
         }
@@ -529,8 +578,71 @@ impl Frame {
     /// let listed: Vec<String> = frame.iter().map(|(d, p, v)| format!("{d}.{p}={v}")).collect();
     /// assert_eq!(listed, ["a.x=1", "b.y=two"]);
     /// ```
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str, ValueRef<'_>)> + '_ {
-        self.params.iter()
+    pub fn iter(&self) -> FrameParams<'_> {
+        FrameParams {
+            params: &self.params,
+            entries: self.params.entries().iter(),
+        }
+    }
+
+    /// Removes every parameter with this key and returns the value the first
+    /// one held (the one [`find`](Frame::find) returned), or `None`, and
+    /// changes nothing, if the key is absent. The other parameters keep
+    /// their order. After it, `find` and `contains` report the key absent,
+    /// even when the frame held it more than once (from the wire, or from
+    /// [`add`](Frame::add)).
+    ///
+    /// It costs O(n) in the number of parameters, as `Vec::remove` does: the
+    /// parameters after it move up, and the lookup index is rebuilt by the
+    /// next lookups (see [`find`](Frame::find)).
+    ///
+    /// ```
+    /// use messageframe::{Frame, Value};
+    ///
+    /// let mut frame = Frame::default();
+    /// frame.add("a", "x", 1);
+    /// frame.add("b", "y", "two");
+    /// frame.add("c", "z", 3.0);
+    /// assert_eq!(frame.remove("b", "y"), Some(Value::from("two")));
+    /// assert_eq!(frame.remove("b", "y"), None);
+    /// let keys: Vec<_> = frame.iter().map(|(d, p, _)| (d, p)).collect();
+    /// assert_eq!(keys, [("a", "x"), ("c", "z")]);
+    /// ```
+    pub fn remove(&mut self, device: &str, param: &str) -> Option<Value> {
+        self.remove_at(device, param, None)
+    }
+
+    /// [`remove`](Frame::remove) with a pre-composed key.
+    pub fn remove_flat(&mut self, key: &FlatKey) -> Option<Value> {
+        self.remove_at(key.device(), key.param(), Some(key.hash()))
+    }
+
+    fn remove_at(&mut self, device: &str, param: &str, hash: Option<u64>) -> Option<Value> {
+        let i = self.params.position(device, param, hash)?;
+        let value = self.params.get(i).to_value();
+        self.params.retain(|d, p, _| d != device || p != param);
+        Some(value)
+    }
+
+    /// Keeps only the parameters for which `keep(device, param, value)`
+    /// returns `true`, in their order, and returns how many were removed
+    /// (`Vec::retain`). Each parameter is visited once, in order.
+    ///
+    /// ```
+    /// use messageframe::Frame;
+    ///
+    /// let mut frame = Frame::default();
+    /// for k in 0..10 {
+    ///     frame.add("dev", &format!("p{k}"), k);
+    /// }
+    /// let removed = frame.retain(|_, _, v| v.as_i64().is_some_and(|k| k % 3 == 0));
+    /// assert_eq!(removed, 6);
+    /// let kept: Vec<_> = frame.iter().map(|(_, p, _)| p).collect();
+    /// assert_eq!(kept, ["p0", "p3", "p6", "p9"]);
+    /// assert!(frame.contains("dev", "p6") && !frame.contains("dev", "p5"));
+    /// ```
+    pub fn retain(&mut self, keep: impl FnMut(&str, &str, ValueRef<'_>) -> bool) -> usize {
+        self.params.retain(keep)
     }
 
     /// Appends an attachment. The data is moved in, never copied: a
@@ -585,11 +697,11 @@ impl Frame {
     /// The attachments as `(name, data)`, in insertion order
     /// (`get_attachments()`). Clone a [`Bytes`] to keep it: that shares the
     /// data, it does not copy it.
-    pub fn attachments(&self) -> impl ExactSizeIterator<Item = (&str, &Bytes)> + '_ {
-        self.attachments
-            .slots
-            .iter()
-            .map(move |a| (self.attachments.name(a), &a.data))
+    pub fn attachments(&self) -> FrameAttachments<'_> {
+        FrameAttachments {
+            store: &self.attachments,
+            slots: self.attachments.slots.iter(),
+        }
     }
 
     /// The data of the first attachment with this name.
@@ -733,8 +845,189 @@ impl Frame {
     }
 
     /// The storage a decode fills.
-    pub(crate) fn decode_parts(&mut self) -> (&mut Params, &mut Attachments) {
+    pub(crate) fn decode_parts(&mut self) -> (&mut Params, &mut AttachmentStore) {
         (&mut self.params, &mut self.attachments)
+    }
+}
+
+/// Iterator over a frame's parameters, `(device, param, value)` in insertion
+/// order: what [`Frame::iter`] returns, and `for (d, p, v) in &frame` uses.
+///
+/// ```
+/// use messageframe::Frame;
+///
+/// let mut frame = Frame::default();
+/// frame.add("a", "x", 1);
+/// frame.add("b", "y", true);
+/// let mut n = 0;
+/// for (device, param, value) in &frame {
+///     assert!(frame.contains(device, param));
+///     assert!(value.as_i64().is_some() || value.as_bool().is_some());
+///     n += 1;
+/// }
+/// assert_eq!(n, 2);
+/// assert_eq!(frame.iter().rev().next().map(|(d, _, _)| d), Some("b"));
+/// ```
+#[derive(Clone)]
+pub struct FrameParams<'a> {
+    params: &'a Params,
+    entries: core::slice::Iter<'a, Entry>,
+}
+
+impl<'a> Iterator for FrameParams<'a> {
+    type Item = (&'a str, &'a str, ValueRef<'a>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.entries.next().map(|e| self.params.item(e))
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
+
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        self.entries.nth(n).map(|e| self.params.item(e))
+    }
+}
+
+impl DoubleEndedIterator for FrameParams<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.entries.next_back().map(|e| self.params.item(e))
+    }
+}
+
+impl ExactSizeIterator for FrameParams<'_> {}
+
+impl core::iter::FusedIterator for FrameParams<'_> {}
+
+impl fmt::Debug for FrameParams<'_> {
+    /// The parameters not yet visited.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.clone()).finish()
+    }
+}
+
+/// Iterator over a frame's attachments, `(name, data)` in insertion order:
+/// what [`Frame::attachments`] returns.
+///
+/// ```
+/// use messageframe::Frame;
+///
+/// let mut frame = Frame::default();
+/// frame.add_attachment("a", vec![1u8]);
+/// frame.add_attachment("b", vec![2u8, 3]);
+/// let sizes: Vec<(&str, usize)> = frame.attachments().map(|(n, d)| (n, d.len())).collect();
+/// assert_eq!(sizes, [("a", 1), ("b", 2)]);
+/// assert_eq!(frame.attachments().len(), 2);
+/// ```
+#[derive(Clone)]
+pub struct FrameAttachments<'a> {
+    store: &'a AttachmentStore,
+    slots: core::slice::Iter<'a, AttachmentSlot>,
+}
+
+impl<'a> Iterator for FrameAttachments<'a> {
+    type Item = (&'a str, &'a Bytes);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let store = self.store;
+        self.slots.next().map(|a| (store.name(a), &a.data))
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.slots.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for FrameAttachments<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let store = self.store;
+        self.slots.next_back().map(|a| (store.name(a), &a.data))
+    }
+}
+
+impl ExactSizeIterator for FrameAttachments<'_> {}
+
+impl core::iter::FusedIterator for FrameAttachments<'_> {}
+
+impl fmt::Debug for FrameAttachments<'_> {
+    /// The attachments not yet visited, as `(name, length)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.clone().map(|(n, d)| (n, d.len())))
+            .finish()
+    }
+}
+
+impl<'a> IntoIterator for &'a Frame {
+    type Item = (&'a str, &'a str, ValueRef<'a>);
+    type IntoIter = FrameParams<'a>;
+
+    fn into_iter(self) -> FrameParams<'a> {
+        self.iter()
+    }
+}
+
+impl<D, P, V> Extend<(D, P, V)> for Frame
+where
+    D: AsRef<str>,
+    P: AsRef<str>,
+    V: ToValueRef,
+{
+    /// Appends each `(device, param, value)` with [`add`](Frame::add), in
+    /// order: no duplicate check, so extending a frame with another's
+    /// [`iter`](Frame::iter) copies its parameters exactly, duplicates
+    /// included. (Use [`set`](Frame::set) in a loop to upsert.)
+    ///
+    /// ```
+    /// use messageframe::{Frame, ValueRef};
+    ///
+    /// let mut frame = Frame::default();
+    /// frame.extend([("a", "x", 1), ("a", "y", 2)]);
+    /// frame.extend(vec![(String::from("b"), String::from("z"), ValueRef::from("on"))]);
+    /// assert_eq!(frame.len(), 3);
+    ///
+    /// let mut copy = Frame::default();
+    /// copy.extend(&frame);
+    /// assert_eq!(copy, frame);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Past a frame's capacity, as [`add`](Frame::add).
+    fn extend<I: IntoIterator<Item = (D, P, V)>>(&mut self, iter: I) {
+        for (d, p, v) in iter {
+            self.add(d.as_ref(), p.as_ref(), v);
+        }
+    }
+}
+
+impl<D, P, V> FromIterator<(D, P, V)> for Frame
+where
+    D: AsRef<str>,
+    P: AsRef<str>,
+    V: ToValueRef,
+{
+    /// A [`Frame::default`] (all-zero header but version 1, timestamp 0)
+    /// with these parameters, appended as by [`Extend`].
+    ///
+    /// ```
+    /// use messageframe::Frame;
+    ///
+    /// let frame: Frame = (0..4).map(|k| ("dev", format!("p{k}"), k)).collect();
+    /// assert_eq!(frame.len(), 4);
+    /// assert_eq!(frame.find("dev", "p3").and_then(|v| v.as_i64()), Some(3));
+    /// ```
+    fn from_iter<I: IntoIterator<Item = (D, P, V)>>(iter: I) -> Self {
+        let mut frame = Frame::default();
+        frame.extend(iter);
+        frame
     }
 }
 
@@ -816,7 +1109,7 @@ mod tests {
     fn the_attachment_table_charge_saturates_instead_of_wrapping() {
         // As for the entry table (params.rs): a count whose table would pass
         // `usize::MAX` bytes is charged as `usize::MAX`, never wrapped.
-        let mut attachments = Attachments::default();
+        let mut attachments = AttachmentStore::default();
         let mut charged = 0;
         let refused = attachments.reserve_charged(usize::MAX / 16, |bytes| {
             charged = bytes;

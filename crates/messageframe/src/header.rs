@@ -51,9 +51,95 @@ pub fn now_millis() -> u64 {
 }
 
 impl Default for Header {
-    /// All ids zero, version 1, timestamp = now.
+    /// All ids zero, version 1, flags 0, and timestamp 0: it does not read
+    /// the clock (see [`update_timestamp`](Header::update_timestamp)).
+    /// [`Header::new`] is the constructor that reads it, as the C++ one
+    /// does.
     fn default() -> Self {
-        Header::new(0, 0, 0, 0)
+        Header::builder().build()
+    }
+}
+
+/// Builds a [`Header`] field by field: [`Header::builder`].
+///
+/// Every field starts at its default: ids, counter and flags 0, version 1,
+/// and timestamp 0. The builder does not read the clock: set the timestamp
+/// with [`timestamp`](HeaderBuilder::timestamp), or with
+/// [`timestamp_now`](HeaderBuilder::timestamp_now) (with `std`).
+///
+/// ```
+/// use messageframe::Header;
+///
+/// let header = Header::builder()
+///     .message_id(1001)
+///     .message_type(1)
+///     .source(50)
+///     .target(99)
+///     .counter(7)
+///     .flags(0x8000)
+///     .timestamp(1_700_000_000_000)
+///     .build();
+/// assert_eq!(header, Header::from_fields(1_700_000_000_000, 7, 50, 99, 1001, 1, 1, 0x8000));
+/// assert_eq!(Header::builder().build(), Header::default());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct HeaderBuilder {
+    header: Header,
+}
+
+impl HeaderBuilder {
+    /// Sets the timestamp (milliseconds since the UNIX epoch).
+    pub const fn timestamp(mut self, timestamp: u64) -> Self {
+        self.header.timestamp = timestamp;
+        self
+    }
+    /// Sets the timestamp to the current time ([`now_millis`]).
+    #[cfg(feature = "std")]
+    pub fn timestamp_now(mut self) -> Self {
+        self.header.timestamp = now_millis();
+        self
+    }
+    /// Sets the message counter.
+    pub const fn counter(mut self, counter: u64) -> Self {
+        self.header.counter = counter;
+        self
+    }
+    /// Sets the source id.
+    pub const fn source(mut self, source: u32) -> Self {
+        self.header.source = source;
+        self
+    }
+    /// Sets the target id.
+    pub const fn target(mut self, target: u32) -> Self {
+        self.header.target = target;
+        self
+    }
+    /// Sets the message id from anything that converts into `i32` (your
+    /// own enum, see [`Header`]).
+    pub fn message_id(mut self, id: impl Into<i32>) -> Self {
+        self.header.message_id = id.into();
+        self
+    }
+    /// Sets the message type from anything that converts into `i32`.
+    pub fn message_type(mut self, ty: impl Into<i32>) -> Self {
+        self.header.message_type = ty.into();
+        self
+    }
+    /// Sets the protocol version (default [`Header::DEFAULT_VERSION`]).
+    pub const fn version(mut self, version: u16) -> Self {
+        self.header.version = version;
+        self
+    }
+    /// Sets the flags.
+    pub const fn flags(mut self, flags: u16) -> Self {
+        self.header.flags = flags;
+        self
+    }
+    /// The header.
+    #[must_use]
+    pub const fn build(self) -> Header {
+        self.header
     }
 }
 
@@ -74,8 +160,19 @@ impl Header {
         "flags",
     ];
 
+    /// A builder starting from the defaults (ids, counter, flags and
+    /// timestamp 0, version 1): see [`HeaderBuilder`].
+    pub const fn builder() -> HeaderBuilder {
+        HeaderBuilder {
+            header: Header::from_fields(0, 0, 0, 0, 0, 0, Self::DEFAULT_VERSION, 0),
+        }
+    }
+
     /// A header with the given ids, counter 0, version 1, flags 0, and the
-    /// current time as timestamp (the C++ constructor's defaults).
+    /// current time as timestamp (the C++ constructor's defaults). It reads
+    /// the clock, so it needs the `std` feature; [`Header::builder`] and
+    /// [`Header::default`] do not read it.
+    #[cfg(feature = "std")]
     #[must_use]
     pub fn new(
         message_id: impl Into<i32>,

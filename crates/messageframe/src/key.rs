@@ -400,7 +400,27 @@ impl InvalidKey {
 /// assert_eq!(gain.param(), "rx_gain");
 /// # Ok::<(), messageframe::InvalidKey>(())
 /// ```
-#[derive(Clone, PartialEq, Eq)]
+///
+/// Keys compare, order and hash by their two parts, so they serve as keys
+/// of a `HashMap` or `BTreeMap` of your own. The order is by device, then
+/// by parameter (the order of `(device, param)` tuples), and `AsRef<str>`
+/// gives the flat form:
+///
+/// ```
+/// use std::collections::BTreeSet;
+/// use messageframe::FlatKey;
+///
+/// let keys: BTreeSet<FlatKey> = [("b", "x"), ("a", "z"), ("a", "y")]
+///     .into_iter()
+///     .map(|(d, p)| FlatKey::new(d, p))
+///     .collect::<Result<_, _>>()?;
+/// let listed: Vec<String> = keys.iter().map(ToString::to_string).collect();
+/// assert_eq!(listed, ["a.y", "a.z", "b.x"]);
+/// let flat: &str = keys.first().unwrap().as_ref();
+/// assert_eq!(flat, "a\u{1f}y");
+/// # Ok::<(), messageframe::InvalidKey>(())
+/// ```
+#[derive(Clone)]
 pub struct FlatKey {
     flat: Box<str>,
     sep: usize,
@@ -449,6 +469,43 @@ impl FlatKey {
 
     pub(crate) fn hash(&self) -> u64 {
         self.hash
+    }
+}
+
+impl PartialEq for FlatKey {
+    fn eq(&self, other: &Self) -> bool {
+        // The flat string decides: the device holds no separator, so the
+        // split (and the hash, a function of the parts) follows from it.
+        self.flat == other.flat
+    }
+}
+
+impl Eq for FlatKey {}
+
+impl std::hash::Hash for FlatKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.flat.hash(state);
+    }
+}
+
+impl PartialOrd for FlatKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for FlatKey {
+    /// By device, then by parameter: not the flat strings' order, in which
+    /// the separator (0x1F) would sort `("a\u{1}", _)` before `("a", _)`.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.device(), self.param()).cmp(&(other.device(), other.param()))
+    }
+}
+
+impl AsRef<str> for FlatKey {
+    /// The flat key as it goes on the wire (see [`FlatKey::as_str`]).
+    fn as_ref(&self) -> &str {
+        &self.flat
     }
 }
 

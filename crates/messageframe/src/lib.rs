@@ -70,12 +70,16 @@ mod wire;
 
 pub use bytes::Bytes;
 pub use decode::{Decoder, Limits};
-pub use error::{AddError, Context, DecodeError, EncodeError, ErrorKind, Expected, Limit};
-pub use frame::{Frame, FrameConfig};
-pub use header::{now_millis, Header};
+pub use error::{
+    AddError, Context, DecodeError, EncodeError, ErrorKind, Expected, IntOutOfRange, Limit,
+};
+pub use frame::{Frame, FrameAttachments, FrameConfig, FrameParams};
+pub use header::{now_millis, Header, HeaderBuilder};
 pub use key::{FlatKey, InvalidKey, SEPARATOR};
 pub use stream::{FrameReader, FrameScanner, FrameWriter, Scan, StreamError};
-pub use value::{ToValueRef, UnknownValue, UnknownValueBuf, Value, ValueRef, ValueType};
+pub use value::{
+    ToValueRef, TryToValueRef, UnknownValue, UnknownValueBuf, Value, ValueRef, ValueType,
+};
 pub use view::{FrameView, ViewAttachments, ViewParams};
 
 /// Instrumentation for the crate's own hash-flooding tests (feature

@@ -330,6 +330,40 @@ fn find_in_tree(
     index.find_in_tree(&|j| order(&entries[j]))
 }
 
+/// [`Params::retain`]'s call of the caller's predicate on entry `e`, with
+/// the arenas borrowed apart from the entry vector being filtered.
+fn keep_entry(
+    text: &str,
+    raw: &[u8],
+    e: &Entry,
+    keep: &mut impl FnMut(&str, &str, ValueRef<'_>) -> bool,
+) -> bool {
+    let start = e.key_start as usize;
+    let key = &text[start..start + e.key_len as usize];
+    let (d, p) = if e.dev_len == NO_SEP {
+        ("", key)
+    } else {
+        let sep = e.dev_len as usize;
+        (&key[..sep], &key[sep + 1..])
+    };
+    let value = match e.slot {
+        Slot::Int(v) => ValueRef::Int(v),
+        Slot::Double(v) => ValueRef::Double(v),
+        Slot::Bool(v) => ValueRef::Bool(v),
+        Slot::Str { start, len } => {
+            let start = start as usize;
+            ValueRef::String(&text[start..start + len as usize])
+        }
+        Slot::Unknown { start, len } => {
+            let start = start as usize;
+            let bytes = &raw[start..start + len as usize];
+            let (tag, n) = crate::wire::read::leading_int(bytes).unwrap_or((0, 0));
+            ValueRef::Unknown(UnknownValue::from_wire(tag, &bytes[n..]))
+        }
+    };
+    keep(d, p, value)
+}
+
 impl Table {
     #[inline]
     pub(crate) fn len(&self) -> usize {
@@ -375,6 +409,31 @@ impl Table {
         } else if large {
             *from = NEVER;
         }
+    }
+
+    /// After entries were removed, which renumbers those after them: drops
+    /// every index entry (the allocation is kept in `spare`), as `clear`
+    /// does, so that the next lookup rebuilds from the entries as they are
+    /// now. A table whose index was in use, or whose pushes were indexing,
+    /// indexes on push again from [`INDEX_ON_PUSH`] entries (the next push
+    /// past it indexes all entries from the first); the lookups' scan
+    /// budget starts afresh.
+    fn forget_index(&mut self) {
+        if let Some(mut index) = self.index.take() {
+            index.clear();
+            *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = index;
+        } else if self.covered > 0 {
+            self.spare
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+        }
+        self.covered = 0;
+        let from = self.index_from.get_mut();
+        if *from != NEVER {
+            *from = INDEX_ON_PUSH;
+        }
+        *self.scanned.get_mut() = 0;
     }
 
     /// Whether `spare` holds the index pushes keep (of entries
@@ -824,11 +883,52 @@ impl Params {
         (tag, &bytes[n..])
     }
 
-    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str, ValueRef<'_>)> + '_ {
-        self.table.entries.iter().map(move |e| {
-            let (d, p) = self.parts(e);
-            (d, p, self.value(e))
-        })
+    /// `(device, param, value)` of an entry.
+    #[inline]
+    pub(crate) fn item<'s>(&'s self, e: &Entry) -> (&'s str, &'s str, ValueRef<'s>) {
+        let (d, p) = self.parts(e);
+        (d, p, self.value(e))
+    }
+
+    /// Keeps the entries for which `keep` returns `true`, in their order,
+    /// and returns how many were removed. The bytes of the removed ones
+    /// become garbage in the arenas (compacted as for `replace`), and the
+    /// index, whose entry numbers no longer hold, is emptied: lookups
+    /// rebuild it as they would after a `clear` (see [`Table`]).
+    pub(crate) fn retain(
+        &mut self,
+        mut keep: impl FnMut(&str, &str, ValueRef<'_>) -> bool,
+    ) -> usize {
+        let before = self.table.entries.len();
+        let mut garbage = 0;
+        let mut entries = std::mem::take(&mut self.table.entries);
+        entries.retain(|e| {
+            let kept = keep_entry(&self.text, &self.raw, e, &mut keep);
+            if !kept {
+                garbage += e.key_len as usize
+                    + match e.slot {
+                        Slot::Str { len, .. } | Slot::Unknown { len, .. } => len as usize,
+                        _ => 0,
+                    };
+            }
+            kept
+        });
+        self.table.entries = entries;
+        let removed = before - self.table.entries.len();
+        if removed > 0 {
+            self.table.forget_index();
+            self.garbage += garbage;
+            if self.table.entries.is_empty() {
+                // Nothing refers to the arenas: empty them rather than
+                // copy nothing around.
+                self.text.clear();
+                self.raw.clear();
+                self.garbage = 0;
+            } else {
+                self.compact_if_wasteful();
+            }
+        }
+        removed
     }
 
     /// Appends `(device, param) = value` without a duplicate check. Returns
@@ -959,6 +1059,13 @@ impl Params {
             Slot::Str { len, .. } | Slot::Unknown { len, .. } => len as usize,
             _ => 0,
         };
+        self.compact_if_wasteful();
+    }
+
+    /// Compacts once the garbage outweighs the live bytes (and is more than
+    /// a few KiB): the arenas stay at most about twice what the entries
+    /// need, and each compaction is paid for by as many bytes dropped.
+    fn compact_if_wasteful(&mut self) {
         if self.garbage > 4096 && self.garbage > (self.text.len() + self.raw.len()) / 2 {
             self.compact();
         }

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::error::IntOutOfRange;
+
 /// The type of a parameter value, with its wire tag.
 ///
 /// The variants have the names of [`ValueRef`]'s and [`Value`]'s, so a
@@ -340,6 +342,62 @@ impl<'a> ValueRef<'a> {
         }
     }
 
+    /// The value as an `f64` if it is a number that an `f64` holds
+    /// exactly: a Double as it is, an Int64 if converting it loses nothing
+    /// (every integer of magnitude up to 2⁵³, and larger ones whose low bits
+    /// are zero). `None` for an Int64 that would be rounded, and for every
+    /// other type.
+    ///
+    /// [`as_f64`](ValueRef::as_f64) never converts: a reader that accepts a
+    /// whole number sent as an Int64 (`add(.., 30)` rather than `30.0`) uses
+    /// this one.
+    ///
+    /// ```
+    /// use messageframe::ValueRef;
+    ///
+    /// assert_eq!(ValueRef::Int(30).as_f64(), None);
+    /// assert_eq!(ValueRef::Int(30).to_f64(), Some(30.0));
+    /// assert_eq!(ValueRef::Double(0.25).to_f64(), Some(0.25));
+    /// assert_eq!(ValueRef::Int(1 << 53).to_f64(), Some(9007199254740992.0));
+    /// assert_eq!(ValueRef::Int((1 << 53) + 1).to_f64(), None); // would round
+    /// assert_eq!(ValueRef::Int(i64::MAX).to_f64(), None); // would round to 2^63
+    /// assert_eq!(ValueRef::Int(i64::MIN).to_f64(), Some(-9223372036854775808.0));
+    /// assert_eq!(ValueRef::String("30").to_f64(), None);
+    /// ```
+    #[must_use]
+    pub fn to_f64(&self) -> Option<f64> {
+        match *self {
+            ValueRef::Double(v) => Some(v),
+            ValueRef::Int(v) => int_to_f64_exact(v),
+            _ => None,
+        }
+    }
+
+    /// The value as an `i64` if it is an integer: an Int64 as it is, a
+    /// Double if it is integral and within `i64`'s range (`-0.0` gives 0).
+    /// `None` for a Double with a fractional part, NaN, an infinity, one
+    /// outside `i64::MIN..=i64::MAX`, and for every other type.
+    ///
+    /// ```
+    /// use messageframe::ValueRef;
+    ///
+    /// assert_eq!(ValueRef::Double(30.0).as_i64(), None);
+    /// assert_eq!(ValueRef::Double(30.0).to_i64(), Some(30));
+    /// assert_eq!(ValueRef::Double(30.5).to_i64(), None);
+    /// assert_eq!(ValueRef::Double(9.3e18).to_i64(), None); // past i64::MAX
+    /// assert_eq!(ValueRef::Double(-9223372036854775808.0).to_i64(), Some(i64::MIN));
+    /// assert_eq!(ValueRef::Double(f64::NAN).to_i64(), None);
+    /// assert_eq!(ValueRef::Int(-4).to_i64(), Some(-4));
+    /// ```
+    #[must_use]
+    pub fn to_i64(&self) -> Option<i64> {
+        match *self {
+            ValueRef::Int(v) => Some(v),
+            ValueRef::Double(v) => f64_to_i64_exact(v),
+            _ => None,
+        }
+    }
+
     /// The string, if this is a String. Borrowed for the frame's lifetime.
     #[must_use]
     pub fn as_str(&self) -> Option<&'a str> {
@@ -407,6 +465,16 @@ impl Value {
     pub fn as_f64(&self) -> Option<f64> {
         self.as_value_ref().as_f64()
     }
+    /// The number as an `f64`, if exact: see [`ValueRef::to_f64`].
+    #[must_use]
+    pub fn to_f64(&self) -> Option<f64> {
+        self.as_value_ref().to_f64()
+    }
+    /// The number as an `i64`, if exact: see [`ValueRef::to_i64`].
+    #[must_use]
+    pub fn to_i64(&self) -> Option<i64> {
+        self.as_value_ref().to_i64()
+    }
     /// The string, if this is a String.
     #[must_use]
     pub fn as_str(&self) -> Option<&str> {
@@ -425,6 +493,27 @@ impl Value {
     pub fn as_unknown(&self) -> Option<UnknownValue<'_>> {
         self.as_value_ref().as_unknown()
     }
+}
+
+/// `v` as an `f64` if the conversion is exact. Compared through `i128`:
+/// `i64::MAX` rounds to 2⁶³, which an `as i64` cast would saturate back to
+/// `i64::MAX` and so pass for exact.
+fn int_to_f64_exact(v: i64) -> Option<f64> {
+    let f = v as f64;
+    (f as i128 == i128::from(v)).then_some(f)
+}
+
+/// `v` as an `i64` if it is integral and in range. 2⁶³ is the first double
+/// past `i64::MAX`; −2⁶³ is `i64::MIN` exactly.
+fn f64_to_i64_exact(v: f64) -> Option<i64> {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+                                                    // No `f64::fract`: it is not in `core`. In range, the cast truncates,
+                                                    // and gives `v` back exactly when `v` was integral (NaN is not in range).
+    if !(-LIMIT..LIMIT).contains(&v) {
+        return None;
+    }
+    let i = v as i64;
+    (i as f64 == v).then_some(i)
 }
 
 impl fmt::Display for ValueRef<'_> {
@@ -471,6 +560,39 @@ macro_rules! from_int {
     )*};
 }
 from_int!(i8, i16, i32, i64, u8, u16, u32);
+
+macro_rules! try_from_unsigned {
+    ($($t:ty),*) => {$(
+        impl TryFrom<$t> for ValueRef<'_> {
+            type Error = IntOutOfRange;
+            /// An Int64, if `v` is at most `i64::MAX`.
+            fn try_from(v: $t) -> Result<Self, IntOutOfRange> {
+                // `as u64` is lossless: usize is at most 64 bits wide.
+                i64::try_from(v).map(ValueRef::Int).map_err(|_| IntOutOfRange::new(v as u64))
+            }
+        }
+        impl TryFrom<$t> for Value {
+            type Error = IntOutOfRange;
+            /// An Int64, if `v` is at most `i64::MAX`.
+            fn try_from(v: $t) -> Result<Self, IntOutOfRange> {
+                ValueRef::try_from(v).map(Value::from)
+            }
+        }
+        impl TryToValueRef for $t {
+            #[inline]
+            fn try_to_value_ref(&self) -> Result<ValueRef<'_>, IntOutOfRange> {
+                ValueRef::try_from(*self)
+            }
+        }
+        impl TryToValueRef for &$t {
+            #[inline]
+            fn try_to_value_ref(&self) -> Result<ValueRef<'_>, IntOutOfRange> {
+                ValueRef::try_from(**self)
+            }
+        }
+    )*};
+}
+try_from_unsigned!(u64, usize);
 
 impl From<f64> for ValueRef<'_> {
     fn from(v: f64) -> Self {
@@ -549,8 +671,8 @@ impl From<ValueRef<'_>> for Value {
     }
 }
 
-/// Anything that can be stored as a parameter value: the integer types up to
-/// `i64` and `u32`, `f64`, `f32`, `bool`, `&str`, `String`, [`Value`] and
+/// Anything that can be stored as a parameter value: the integer types that
+/// always fit Int64 (`i8` to `i64`, `u8` to `u32`), `f64`, `f32`, `bool`, `&str`, `String`, [`Value`] and
 /// [`ValueRef`] (and references to them).
 ///
 /// The frame copies the value into its own storage, so a `String` may be
@@ -610,5 +732,44 @@ impl<T: ToValueRef + ?Sized> ToValueRef for &T {
     #[inline]
     fn to_value_ref(&self) -> ValueRef<'_> {
         (**self).to_value_ref()
+    }
+}
+
+/// What [`Frame::try_add`](crate::Frame::try_add) takes: everything
+/// [`ToValueRef`] takes, and also `u64` and `usize`, which become an Int64
+/// when they are at most `i64::MAX` and an [`IntOutOfRange`] error when
+/// they are not.
+///
+/// `u64` and `usize` are not [`ToValueRef`], so `add`, `set` and `update`
+/// do not take them: half of their range has no Int64, and those methods
+/// cannot fail. Store a length or a count with `try_add`, or convert it
+/// first with `Value::try_from` / `ValueRef::try_from`:
+///
+/// ```
+/// use messageframe::{AddError, Frame, ValueRef};
+///
+/// let samples = vec![0u8; 4096];
+/// let mut frame = Frame::default();
+/// frame.try_add("sdr_1", "samples", samples.len())?;
+/// frame.set("sdr_1", "capacity", ValueRef::try_from(samples.capacity())?);
+/// assert_eq!(frame.find("sdr_1", "samples"), Some(ValueRef::Int(4096)));
+///
+/// assert!(matches!(frame.try_add("sdr_1", "big", u64::MAX), Err(AddError::IntOutOfRange(_))));
+/// assert_eq!(frame.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait TryToValueRef {
+    /// Borrows `self` as a [`ValueRef`], or says why it has none.
+    ///
+    /// # Errors
+    ///
+    /// [`IntOutOfRange`] for an unsigned integer above `i64::MAX`.
+    fn try_to_value_ref(&self) -> Result<ValueRef<'_>, IntOutOfRange>;
+}
+
+impl<T: ToValueRef + ?Sized> TryToValueRef for T {
+    #[inline]
+    fn try_to_value_ref(&self) -> Result<ValueRef<'_>, IntOutOfRange> {
+        Ok(self.to_value_ref())
     }
 }

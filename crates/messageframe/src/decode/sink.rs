@@ -7,7 +7,7 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use crate::error::Limit;
-use crate::frame::Attachments;
+use crate::frame::AttachmentStore;
 use crate::params::{
     grown_capacity, store_unknown, to_u32, DecodeTarget, Entry, KeySet, Slot, TAG_BYTES_MAX,
 };
@@ -107,7 +107,7 @@ pub(super) struct OwnedSink<'f, 'a> {
     /// that checks room for its bytes checks this too.
     pub(super) text_end: usize,
     pub(super) raw_end: usize,
-    pub(super) attachments: &'f mut Attachments,
+    pub(super) attachments: &'f mut AttachmentStore,
     /// When decoding from a `Bytes`, attachments are slices of it.
     pub(super) shared: Option<&'a Bytes>,
     pub(super) input: &'a [u8],
