@@ -106,6 +106,9 @@ const MAX_LEN: usize = u32::MAX as usize;
 #[derive(Clone, Copy)]
 pub(crate) struct Bounds {
     pub(crate) total: usize,
+    // Used by the writers that send attachment data from where it is
+    // (`std::io`, tokio), not by a `no_std` build.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) without_data: usize,
 }
 
@@ -185,6 +188,7 @@ pub(crate) fn encode_frame(frame: &Frame, out: &mut impl Out) -> Result<(), Enco
 /// [`encode_frame`], with each attachment's data handed to `data` right
 /// after its bin header instead of copied into `out`, so that a writer can
 /// send it from where it is; only the rest is reserved in `out`.
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
 pub(crate) fn encode_frame_with<O: Out>(
     frame: &Frame,
     out: &mut O,

@@ -1,6 +1,19 @@
 //! The decoding error: what went wrong, and at which byte.
 
-use std::fmt;
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use core::fmt;
+
+/// The `Error` trait the error types implement: `std::error::Error` with
+/// the `std` feature; without it `core::error::Error`, which compilers from
+/// 1.81 on have (`build.rs` detects it and sets `core_error`). An older
+/// compiler builds the `no_std` crate without the trait impls: the types
+/// keep `Debug` and `Display` (docs/no_std.md).
+#[cfg(feature = "std")]
+pub(crate) use std::error::Error as ErrorTrait;
+#[cfg(all(not(feature = "std"), core_error))]
+pub(crate) use core::error::Error as ErrorTrait;
 
 use crate::key::InvalidKey;
 
@@ -269,7 +282,8 @@ impl fmt::Display for IntOutOfRange {
     }
 }
 
-impl std::error::Error for IntOutOfRange {}
+#[cfg(any(feature = "std", core_error))]
+impl ErrorTrait for IntOutOfRange {}
 
 impl fmt::Display for AddError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -284,8 +298,9 @@ impl fmt::Display for AddError {
     }
 }
 
-impl std::error::Error for AddError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+#[cfg(any(feature = "std", core_error))]
+impl ErrorTrait for AddError {
+    fn source(&self) -> Option<&(dyn ErrorTrait + 'static)> {
         match self {
             AddError::InvalidKey(e) => Some(e),
             AddError::IntOutOfRange(e) => Some(e),
@@ -396,7 +411,8 @@ impl fmt::Display for EncodeError {
     }
 }
 
-impl std::error::Error for EncodeError {}
+#[cfg(any(feature = "std", core_error))]
+impl ErrorTrait for EncodeError {}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Inner {
@@ -547,4 +563,5 @@ impl fmt::Display for DecodeError {
     }
 }
 
-impl std::error::Error for DecodeError {}
+#[cfg(any(feature = "std", core_error))]
+impl ErrorTrait for DecodeError {}

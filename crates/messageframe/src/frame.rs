@@ -1,6 +1,9 @@
 //! The owned frame: header, parameters and attachments.
 
-use std::fmt;
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use core::fmt;
 
 use bytes::{Bytes, BytesMut};
 
@@ -150,7 +153,7 @@ impl AttachmentStore {
         if cap > old_cap {
             // Saturating: on a 32-bit target the product can pass
             // `usize::MAX`, and the budget must then refuse, not wrap.
-            charge(cap.saturating_mul(std::mem::size_of::<AttachmentSlot>()))?;
+            charge(cap.saturating_mul(core::mem::size_of::<AttachmentSlot>()))?;
             self.slots.reserve_exact(cap - len);
         }
         Ok(())

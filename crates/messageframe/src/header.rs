@@ -1,7 +1,5 @@
 //! The fixed frame header: what a router reads without touching the payload.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use crate::DecodeError;
 
 /// The fixed header of a frame: eight plain integers.
@@ -42,9 +40,13 @@ pub struct Header {
     flags: u16,
 }
 
-/// Milliseconds since the UNIX epoch (0 if the clock is before it).
+/// Milliseconds since the UNIX epoch (0 if the clock is before it). Needs
+/// the `std` feature: a `no_std` build has no clock, and sets timestamps
+/// from its own time source ([`Header::set_timestamp`]).
+#[cfg(feature = "std")]
 #[must_use]
 pub fn now_millis() -> u64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -94,7 +96,8 @@ impl HeaderBuilder {
         self.header.timestamp = timestamp;
         self
     }
-    /// Sets the timestamp to the current time ([`now_millis`]).
+    /// Sets the timestamp to the current time ([`now_millis`]). Needs the
+    /// `std` feature.
     #[cfg(feature = "std")]
     pub fn timestamp_now(mut self) -> Self {
         self.header.timestamp = now_millis();
@@ -346,7 +349,9 @@ impl Header {
     pub fn set_timestamp(&mut self, timestamp: u64) {
         self.timestamp = timestamp;
     }
-    /// Sets the timestamp to the current time (`updateTimestamp()`).
+    /// Sets the timestamp to the current time (`updateTimestamp()`). Needs
+    /// the `std` feature (it reads the clock).
+    #[cfg(feature = "std")]
     pub fn update_timestamp(&mut self) {
         self.timestamp = now_millis();
     }

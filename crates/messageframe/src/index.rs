@@ -50,7 +50,10 @@
 //! each step of a wrapping probe paid. The tree costs no memory until a key
 //! needs it.
 
-use std::cmp::Ordering;
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use core::cmp::Ordering;
 
 use crate::hooks::{count_comparisons, count_probes};
 
@@ -141,8 +144,8 @@ impl Index {
     pub(crate) fn bytes_for(items: usize) -> usize {
         capacity_for(items)
             .saturating_add(MAX_PROBE)
-            .saturating_mul(std::mem::size_of::<u64>())
-            .saturating_add(items.saturating_mul(std::mem::size_of::<Node>()))
+            .saturating_mul(core::mem::size_of::<u64>())
+            .saturating_add(items.saturating_mul(core::mem::size_of::<Node>()))
     }
 
     #[inline]
@@ -179,7 +182,7 @@ impl Index {
     #[cold]
     #[inline(never)]
     fn resize(&mut self, capacity: usize, order: Order<'_>) {
-        let old = std::mem::replace(&mut self.slots, vec![EMPTY; capacity + MAX_PROBE]);
+        let old = core::mem::replace(&mut self.slots, vec![EMPTY; capacity + MAX_PROBE]);
         self.mask = capacity - 1;
         self.simple_below = capacity / 2;
         for s in old.into_iter().filter(|&s| s != EMPTY) {
@@ -634,6 +637,6 @@ mod tests {
             let most = ((4 * n).max(MIN_SLOTS) + MAX_PROBE) * 8 + 16 * n;
             assert!(Index::bytes_for(n) <= most);
         }
-        assert_eq!(std::mem::size_of::<Node>(), 16);
+        assert_eq!(core::mem::size_of::<Node>(), 16);
     }
 }

@@ -1,7 +1,10 @@
 //! Two-part keys: `(device, parameter)` joined by the ASCII Unit Separator.
 
-use std::fmt;
-use std::hash::{BuildHasher, Hasher};
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use core::fmt;
+use core::hash::{BuildHasher, Hasher};
 
 use foldhash::fast::SeedableRandomState;
 use foldhash::SharedSeed;
@@ -365,7 +368,8 @@ impl fmt::Display for InvalidKey {
     }
 }
 
-impl std::error::Error for InvalidKey {}
+#[cfg(any(feature = "std", core_error))]
+impl crate::error::ErrorTrait for InvalidKey {}
 
 impl InvalidKey {
     /// The error for this device name, if it contains the separator.
@@ -482,14 +486,14 @@ impl PartialEq for FlatKey {
 
 impl Eq for FlatKey {}
 
-impl std::hash::Hash for FlatKey {
+impl core::hash::Hash for FlatKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.flat.hash(state);
     }
 }
 
 impl PartialOrd for FlatKey {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
@@ -497,7 +501,7 @@ impl PartialOrd for FlatKey {
 impl Ord for FlatKey {
     /// By device, then by parameter: not the flat strings' order, in which
     /// the separator (0x1F) would sort `("a\u{1}", _)` before `("a", _)`.
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
         (self.device(), self.param()).cmp(&(other.device(), other.param()))
     }
 }

@@ -45,11 +45,25 @@
 
 // `unsafe` only where a comment proves it sound and a benchmark shows the
 // gain: the three small blocks of the `utf8` module (docs/architecture.md).
+#![cfg_attr(not(feature = "std"), no_std)]
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![doc(test(attr(deny(warnings))))]
 
 extern crate alloc;
+
+/// What `std`'s prelude gives and `no_std` code imports from `alloc`.
+mod prelude {
+    #[allow(unused_imports)]
+    pub(crate) use alloc::{
+        borrow::ToOwned,
+        boxed::Box,
+        format,
+        string::{String, ToString},
+        vec,
+        vec::Vec,
+    };
+}
 
 #[cfg(feature = "tokio")]
 pub mod codec;
@@ -63,6 +77,7 @@ mod index;
 mod key;
 mod params;
 mod stream;
+mod sync;
 mod utf8;
 mod value;
 mod view;
@@ -74,9 +89,13 @@ pub use error::{
     AddError, Context, DecodeError, EncodeError, ErrorKind, Expected, IntOutOfRange, Limit,
 };
 pub use frame::{Frame, FrameAttachments, FrameConfig, FrameParams};
-pub use header::{now_millis, Header, HeaderBuilder};
+#[cfg(feature = "std")]
+pub use header::now_millis;
+pub use header::{Header, HeaderBuilder};
 pub use key::{FlatKey, InvalidKey, SEPARATOR};
-pub use stream::{FrameReader, FrameScanner, FrameWriter, Scan, StreamError};
+#[cfg(feature = "std")]
+pub use stream::{FrameReader, FrameWriter, StreamError};
+pub use stream::{FrameScanner, Scan};
 pub use value::{
     ToValueRef, TryToValueRef, UnknownValue, UnknownValueBuf, Value, ValueRef, ValueType,
 };

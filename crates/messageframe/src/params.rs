@@ -10,12 +10,15 @@
 //! - up to [`LINEAR_MAX`] entries a lookup is a linear scan (cheaper than
 //!   hashing); past that an index ([`Index`]) makes it O(1).
 
-use std::cmp;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use core::cmp;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hooks::count_comparisons;
 use crate::index::Index;
+use crate::sync::{Once, Spare};
 use crate::key::{bytes_eq, find_separator, hash_parts, ComposedKey};
 use crate::value::{UnknownValue, ValueRef};
 
@@ -118,7 +121,8 @@ pub(crate) struct Params {
 /// a decoded frame is often read once or not at all (a relay, a logger),
 /// and hashing every key would slow every decode (docs/performance.md); its
 /// first lookups scan under the rule above.
-/// `OnceLock` makes the build safe through `&self` and keeps `Frame: Sync`.
+/// `Once` (`OnceLock` with `std`, src/sync.rs) makes the build safe
+/// through `&self` and keeps `Frame: Sync`.
 pub(crate) struct Table {
     entries: Vec<Entry>,
     /// Pushes of entries numbered below this leave the index alone, so that
@@ -137,11 +141,11 @@ pub(crate) struct Table {
     /// While pushes index and no index is in use: the entries `spare`'s
     /// index holds, `0..covered` (0: `spare` holds no index).
     covered: usize,
-    index: OnceLock<Index>,
+    index: Once<Index>,
     /// The index while it is not in use: its allocation after `clear`, so
     /// that the next build reuses it, or the index pushes are keeping (see
     /// `index_from`). Locked only by a lookup that installs it.
-    spare: Mutex<Index>,
+    spare: Spare<Index>,
     /// Entries scanned by lookups since the table was last cleared, while
     /// no index is built. Relaxed: it only steers when the index is built.
     scanned: AtomicUsize,
@@ -158,8 +162,8 @@ impl Default for Table {
             entries: Vec::new(),
             index_from: AtomicUsize::new(INDEX_ON_PUSH),
             covered: 0,
-            index: OnceLock::new(),
-            spare: Mutex::default(),
+            index: Once::new(),
+            spare: Spare::default(),
             scanned: AtomicUsize::new(0),
         }
     }
@@ -171,7 +175,6 @@ impl Clone for Table {
         let spare = if pushed {
             self.spare
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner)
                 .clone()
         } else {
             Index::default()
@@ -181,7 +184,7 @@ impl Clone for Table {
             index_from: AtomicUsize::new(self.index_from.load(Ordering::Relaxed)),
             covered: if pushed { self.covered } else { 0 },
             index: self.index.clone(),
-            spare: Mutex::new(spare),
+            spare: Spare::new(spare),
             scanned: AtomicUsize::new(self.scanned.load(Ordering::Relaxed)),
         }
     }
@@ -295,7 +298,7 @@ fn same_key(text: &[u8], a: &Entry, b: &Entry) -> bool {
 /// Indexes entries `range` into `index`, in order (first occurrence wins):
 /// the usual key through the simple insert, any other through the general
 /// one.
-fn index_range(index: &mut Index, entries: &[Entry], text: &[u8], range: std::ops::Range<usize>) {
+fn index_range(index: &mut Index, entries: &[Entry], text: &[u8], range: core::ops::Range<usize>) {
     for i in range {
         let h = hash_of(text, &entries[i]);
         if !index.try_insert_new(h, i) {
@@ -396,11 +399,10 @@ impl Table {
         self.covered = 0;
         if let Some(mut index) = self.index.take() {
             index.clear();
-            *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = index;
+            *self.spare.get_mut() = index;
         } else if pushed {
             self.spare
                 .get_mut()
-                .unwrap_or_else(PoisonError::into_inner)
                 .clear();
         }
         let from = self.index_from.get_mut();
@@ -421,11 +423,10 @@ impl Table {
     fn forget_index(&mut self) {
         if let Some(mut index) = self.index.take() {
             index.clear();
-            *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = index;
+            *self.spare.get_mut() = index;
         } else if self.covered > 0 {
             self.spare
                 .get_mut()
-                .unwrap_or_else(PoisonError::into_inner)
                 .clear();
         }
         self.covered = 0;
@@ -457,7 +458,7 @@ impl Table {
             let entries = &self.entries;
             let index = match self.index.get_mut() {
                 Some(index) => index,
-                None => self.spare.get_mut().unwrap_or_else(PoisonError::into_inner),
+                None => self.spare.get_mut(),
             };
             index.reserve(total.saturating_sub(index.len()), &|a, b| {
                 order_entries(text, &entries[a], &entries[b])
@@ -483,7 +484,7 @@ impl Table {
         if cap > old_cap {
             // Saturating: on a 32-bit target the product can pass
             // `usize::MAX`, and the budget must then refuse, not wrap.
-            charge(cap.saturating_mul(std::mem::size_of::<Entry>()))?;
+            charge(cap.saturating_mul(core::mem::size_of::<Entry>()))?;
             self.entries.reserve_exact(cap - len);
         }
         Ok(())
@@ -545,7 +546,7 @@ impl Table {
     /// entries present).
     fn index_block(&mut self, text: &[u8], end: usize) {
         let entries = &self.entries;
-        let index = self.spare.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let index = self.spare.get_mut();
         if self.covered == 0 {
             index.reserve(entries.len(), &|a, b| {
                 order_entries(text, &entries[a], &entries[b])
@@ -567,7 +568,7 @@ impl Table {
             let from = if self.pushed_index() { self.covered } else { 0 };
             let entries = &self.entries;
             let mut index =
-                std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
+                core::mem::take(&mut *self.spare.lock());
             if from == 0 {
                 index.reserve(entries.len(), &|a, b| {
                     order_entries(text, &entries[a], &entries[b])
@@ -739,7 +740,7 @@ impl<'a> KeySet<'a> {
     /// The bytes a set for `count` keys allocates, at most.
     pub(crate) fn bytes_for(count: usize) -> usize {
         count
-            .saturating_mul(std::mem::size_of::<(&[u8], u32)>())
+            .saturating_mul(core::mem::size_of::<(&[u8], u32)>())
             .saturating_add(Index::bytes_for(count))
     }
 
@@ -792,7 +793,7 @@ impl Params {
         Params {
             table: Table {
                 entries: Vec::with_capacity(params),
-                spare: Mutex::new(spare),
+                spare: Spare::new(spare),
                 ..Table::default()
             },
             text: String::with_capacity(text_bytes),
@@ -901,7 +902,7 @@ impl Params {
     ) -> usize {
         let before = self.table.entries.len();
         let mut garbage = 0;
-        let mut entries = std::mem::take(&mut self.table.entries);
+        let mut entries = core::mem::take(&mut self.table.entries);
         entries.retain(|e| {
             let kept = keep_entry(&self.text, &self.raw, e, &mut keep);
             if !kept {
@@ -1106,7 +1107,7 @@ impl Params {
         self.text.clear();
         self.raw.clear();
         self.garbage = 0;
-        let text = std::mem::take(&mut self.text).into_bytes();
+        let text = core::mem::take(&mut self.text).into_bytes();
         DecodeTarget {
             table: &mut self.table,
             raw: &mut self.raw,
@@ -1201,9 +1202,9 @@ mod tests {
         // docs/architecture.md relies on this: two entries per cache line.
         // (Some 32-bit targets align `i64` to 4 bytes: 24 on i686.)
         if cfg!(target_pointer_width = "64") {
-            assert_eq!(std::mem::size_of::<Entry>(), 32);
+            assert_eq!(core::mem::size_of::<Entry>(), 32);
         } else {
-            assert!(std::mem::size_of::<Entry>() <= 32);
+            assert!(core::mem::size_of::<Entry>() <= 32);
         }
     }
 
@@ -1257,7 +1258,7 @@ mod tests {
     }
 
     fn spare_len(p: &mut Params) -> usize {
-        p.table.spare.get_mut().unwrap().len()
+        p.table.spare.get_mut().len()
     }
 
     fn fill(p: &mut Params, n: usize) {

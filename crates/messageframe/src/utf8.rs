@@ -9,8 +9,11 @@
 //! it buys is measured in docs/performance.md (the 4-parameter view round
 //! trip and the owned decode).
 
-use std::str::Utf8Error;
-use std::string::FromUtf8Error;
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use core::str::Utf8Error;
+use alloc::string::FromUtf8Error;
 
 use crate::key::is_ascii;
 
@@ -19,13 +22,13 @@ use crate::key::is_ascii;
 #[allow(unsafe_code)]
 pub(crate) fn str_from(bytes: &[u8]) -> Result<&str, Utf8Error> {
     if is_ascii(bytes) {
-        debug_assert!(std::str::from_utf8(bytes).is_ok());
+        debug_assert!(core::str::from_utf8(bytes).is_ok());
         // SAFETY: `is_ascii` has just checked that no byte is 0x80 or above
         // (it reads every byte: see its tests), and a sequence of ASCII
         // bytes is valid UTF-8.
-        Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
+        Ok(unsafe { core::str::from_utf8_unchecked(bytes) })
     } else {
-        std::str::from_utf8(bytes)
+        core::str::from_utf8(bytes)
     }
 }
 
@@ -40,7 +43,7 @@ pub(crate) fn is_valid(bytes: &[u8]) -> bool {
 #[allow(unsafe_code)]
 pub(crate) fn string_from(bytes: Vec<u8>) -> Result<String, FromUtf8Error> {
     if is_ascii(&bytes) {
-        debug_assert!(std::str::from_utf8(&bytes).is_ok());
+        debug_assert!(core::str::from_utf8(&bytes).is_ok());
         // SAFETY: as in `str_from`: every byte was just checked to be ASCII.
         Ok(unsafe { String::from_utf8_unchecked(bytes) })
     } else {
@@ -104,7 +107,7 @@ mod tests {
     fn agrees_with_std_on_every_length_and_every_high_byte_position() {
         for n in 0..40usize {
             let ascii: Vec<u8> = (0..n).map(|i| b' ' + (i % 90) as u8).collect();
-            assert_eq!(str_from(&ascii).ok(), std::str::from_utf8(&ascii).ok());
+            assert_eq!(str_from(&ascii).ok(), core::str::from_utf8(&ascii).ok());
             assert!(string_from(ascii.clone()).is_ok());
             for at in 0..n {
                 // A lone high byte (invalid), a valid two-byte sequence and
@@ -115,7 +118,7 @@ mod tests {
                     }
                     let mut b = ascii.clone();
                     b[at..at + len].copy_from_slice(bytes);
-                    assert_eq!(str_from(&b).ok(), std::str::from_utf8(&b).ok(), "{b:?}");
+                    assert_eq!(str_from(&b).ok(), core::str::from_utf8(&b).ok(), "{b:?}");
                     assert_eq!(
                         string_from(b.clone()).ok(),
                         String::from_utf8(b.clone()).ok(),

@@ -1,6 +1,9 @@
 //! Typed parameter values: borrowed ([`ValueRef`]) and owned ([`Value`]).
 
-use std::fmt;
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use core::fmt;
 
 use crate::error::IntOutOfRange;
 
@@ -110,7 +113,7 @@ pub struct UnknownValue<'a> {
 }
 
 /// Every MessagePack integer: `i64::MIN..=u64::MAX`.
-const TAG_RANGE: std::ops::RangeInclusive<i128> = i64::MIN as i128..=u64::MAX as i128;
+const TAG_RANGE: core::ops::RangeInclusive<i128> = i64::MIN as i128..=u64::MAX as i128;
 
 impl<'a> UnknownValue<'a> {
     /// An unknown-tag value, if `tag` is a MessagePack integer

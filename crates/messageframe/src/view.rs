@@ -1,6 +1,9 @@
 //! The zero-copy view: a validated frame read in place.
 
-use std::fmt;
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use core::fmt;
 
 use crate::decode::{
     fast_value, read_value, walk, CheckSink, Decoder, Layout, WireValue, KEYS_RECORDED,

@@ -7,6 +7,9 @@
 //! walk. This module holds the options ([`Limits`], [`Decoder`]) and the
 //! owned decode; `walk` the pass itself, `sink` what receives it.
 
+#[allow(unused_imports)]
+use crate::prelude::*;
+
 mod sink;
 mod walk;
 

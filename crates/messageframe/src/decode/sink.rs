@@ -2,7 +2,7 @@
 //! and the owned decoder's error path); `OwnedSink` fills a [`Frame`]'s
 //! storage.
 
-use std::ops::Range;
+use core::ops::Range;
 
 use bytes::Bytes;
 

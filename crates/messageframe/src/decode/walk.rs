@@ -1,7 +1,10 @@
 //! The frame walk: one pass over a frame's bytes that checks its whole
 //! structure and hands each parameter and attachment to a [`Sink`].
 
-use std::ops::Range;
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use core::ops::Range;
 
 use crate::error::{Context, DecodeError, ErrorKind, Expected, Limit};
 use crate::header::Header;

@@ -5,7 +5,7 @@
 //! and reports errors at the offset where the element starts. The frame walk
 //! (`decode::walk`) builds on it.
 
-use std::ops::Range;
+use core::ops::Range;
 
 use crate::error::{Context, DecodeError, ErrorKind, Expected, Limit};
 
@@ -24,8 +24,8 @@ pub(crate) struct Reader<'a> {
     pub(crate) max_str: usize,
 }
 
-impl std::fmt::Debug for Reader<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Debug for Reader<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Reader")
             .field("pos", &self.pos)
             .field("len", &self.data.len())
@@ -573,7 +573,7 @@ mod tests {
         // What the x86 hardware conversion gives.
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         for bits in [0x7fc0_0000u32, 0xffc0_0000, 0x7f80_0001, 0xffc0_1234] {
-            let hw = f64::from(std::hint::black_box(f32::from_bits(bits)));
+            let hw = f64::from(core::hint::black_box(f32::from_bits(bits)));
             assert_eq!(widen_f32(bits).to_bits(), hw.to_bits(), "{bits:08x}");
         }
     }

@@ -11,6 +11,9 @@
 //! `Vec<u8>`, straight into a `BytesMut` (the tokio codec's write buffer)
 //! or into any `BufMut`, without an intermediate buffer.
 
+#[allow(unused_imports)]
+use crate::prelude::*;
+
 use bytes::{BufMut, BytesMut};
 
 /// Where the writers put bytes: the handful of `Vec` operations they use.
