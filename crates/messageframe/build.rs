@@ -19,7 +19,14 @@ fn main() {
         .output()
         .ok()
         .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|v| v.split_whitespace().nth(1)?.split('.').nth(1)?.parse::<u32>().ok());
+        .and_then(|v| {
+            v.split_whitespace()
+                .nth(1)?
+                .split('.')
+                .nth(1)?
+                .parse::<u32>()
+                .ok()
+        });
     if minor.is_some_and(|m| m >= 81) {
         println!("cargo:rustc-cfg=core_error");
     }

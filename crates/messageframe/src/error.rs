@@ -5,6 +5,8 @@ use crate::prelude::*;
 
 use core::fmt;
 
+#[cfg(all(not(feature = "std"), core_error))]
+pub(crate) use core::error::Error as ErrorTrait;
 /// The `Error` trait the error types implement: `std::error::Error` with
 /// the `std` feature; without it `core::error::Error`, which compilers from
 /// 1.81 on have (`build.rs` detects it and sets `core_error`). An older
@@ -12,8 +14,6 @@ use core::fmt;
 /// keep `Debug` and `Display` (docs/no_std.md).
 #[cfg(feature = "std")]
 pub(crate) use std::error::Error as ErrorTrait;
-#[cfg(all(not(feature = "std"), core_error))]
-pub(crate) use core::error::Error as ErrorTrait;
 
 use crate::key::InvalidKey;
 

@@ -18,8 +18,8 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::hooks::count_comparisons;
 use crate::index::Index;
-use crate::sync::{Once, Spare};
 use crate::key::{bytes_eq, find_separator, hash_parts, ComposedKey};
+use crate::sync::{Once, Spare};
 use crate::value::{UnknownValue, ValueRef};
 
 /// Up to this many entries, lookups scan; past it, the index is kept.
@@ -173,9 +173,7 @@ impl Clone for Table {
     fn clone(&self) -> Self {
         let pushed = self.pushed_index();
         let spare = if pushed {
-            self.spare
-                .lock()
-                .clone()
+            self.spare.lock().clone()
         } else {
             Index::default()
         };
@@ -401,9 +399,7 @@ impl Table {
             index.clear();
             *self.spare.get_mut() = index;
         } else if pushed {
-            self.spare
-                .get_mut()
-                .clear();
+            self.spare.get_mut().clear();
         }
         let from = self.index_from.get_mut();
         if looked_up {
@@ -425,9 +421,7 @@ impl Table {
             index.clear();
             *self.spare.get_mut() = index;
         } else if self.covered > 0 {
-            self.spare
-                .get_mut()
-                .clear();
+            self.spare.get_mut().clear();
         }
         self.covered = 0;
         let from = self.index_from.get_mut();
@@ -567,8 +561,7 @@ impl Table {
         self.index.get_or_init(|| {
             let from = if self.pushed_index() { self.covered } else { 0 };
             let entries = &self.entries;
-            let mut index =
-                core::mem::take(&mut *self.spare.lock());
+            let mut index = core::mem::take(&mut *self.spare.lock());
             if from == 0 {
                 index.reserve(entries.len(), &|a, b| {
                     order_entries(text, &entries[a], &entries[b])

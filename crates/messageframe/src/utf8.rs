@@ -12,8 +12,8 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use core::str::Utf8Error;
 use alloc::string::FromUtf8Error;
+use core::str::Utf8Error;
 
 use crate::key::is_ascii;
 

@@ -85,7 +85,14 @@ fn fill(frame: &mut Frame, inp: &Inputs) {
 fn steady_state_fill_encode_decode_allocates_nothing() {
     for n in [4usize, 32, 127] {
         let inp = inputs(n);
-        let mut frame = Frame::new(Header::new(200, 7, 1, 2));
+        let mut frame = Frame::new(
+            Header::builder()
+                .message_id(200)
+                .message_type(7)
+                .source(1)
+                .target(2)
+                .build(),
+        );
         let mut decoded = Frame::default();
         let mut buf = Vec::new();
         let last = (inp.devices[n - 1].clone(), inp.params[n - 1].clone());
@@ -122,7 +129,14 @@ fn copied_attachments_reuse_their_buffers_in_and_out() {
     // caller keeps, copied into the frame and out of the wire by decode_from.
     let inp = inputs(4);
     let capture = vec![0xABu8; 1 << 20];
-    let mut frame = Frame::new(Header::new(200, 7, 1, 2));
+    let mut frame = Frame::new(
+        Header::builder()
+            .message_id(200)
+            .message_type(7)
+            .source(1)
+            .target(2)
+            .build(),
+    );
     let mut decoded = Frame::default();
     let mut buf = Vec::new();
     let mut cycle = |frame: &mut Frame, decoded: &mut Frame| {

@@ -235,6 +235,7 @@ fn crafted() -> Vec<(String, Vec<u8>)> {
 /// keys then go into the lookup index's ordered fallback, whose nodes the
 /// bound must cover too. Some end with a repeat of the first key, so that a
 /// strict decode fails at the end and its validating walk fills its key set.
+#[cfg(feature = "test-hooks")]
 fn distinct_keys() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for count in [1_025u32, 897, 5_000] {
@@ -398,52 +399,57 @@ fn every_decoder_allocates_at_most_c_n_plus_k_and_respects_max_alloc_bytes() {
             }
         }
     }
-    // Keys whose hashes all collide: the index's ordered fallback holds
-    // nearly every key (and takes memory: checked on one input).
-    let keys = distinct_keys();
-    let strict = Decoder::new().strict(true);
-    let (spread, _) = measure(|| strict.decode(&keys[4].1));
-    messageframe::test_hooks::collide_all_hashes(true);
-    let (colliding, _) = measure(|| strict.decode(&keys[4].1));
-    println!(
-        "strict decode of {}: {spread:?} spread, {colliding:?} colliding",
-        keys[4].0
-    );
-    assert!(colliding.total > spread.total, "the fallback was allocated");
-    let mut worst_colliding = (0.0f64, String::new());
-    for (name, bytes) in &keys {
-        let n = bytes.len();
-        for limits in [Limits::default(), Limits::none()] {
-            for (decoder, usage) in usages(bytes, limits) {
-                assert!(
-                    usage.total <= C * n + K,
-                    "{decoder} on {name} ({n} bytes) allocated {} bytes (peak {}): more than {C} * n + {K}",
-                    usage.total,
-                    usage.peak
-                );
-                let ratio = usage.total.saturating_sub(K) as f64 / n.max(1) as f64;
-                if ratio > worst_colliding.0 {
-                    worst_colliding =
-                        (ratio, format!("{decoder} on {name} ({n} bytes): {usage:?}"));
+    println!("worst (total - K) / n: {:.2} for {}", worst.0, worst.1);
+    // Keys whose hashes all collide (the instrumentation needs `std`: the
+    // run without it leaves this part out).
+    #[cfg(feature = "test-hooks")]
+    {
+        // Keys whose hashes all collide: the index's ordered fallback holds
+        // nearly every key (and takes memory: checked on one input).
+        let keys = distinct_keys();
+        let strict = Decoder::new().strict(true);
+        let (spread, _) = measure(|| strict.decode(&keys[4].1));
+        messageframe::test_hooks::collide_all_hashes(true);
+        let (colliding, _) = measure(|| strict.decode(&keys[4].1));
+        println!(
+            "strict decode of {}: {spread:?} spread, {colliding:?} colliding",
+            keys[4].0
+        );
+        assert!(colliding.total > spread.total, "the fallback was allocated");
+        let mut worst_colliding = (0.0f64, String::new());
+        for (name, bytes) in &keys {
+            let n = bytes.len();
+            for limits in [Limits::default(), Limits::none()] {
+                for (decoder, usage) in usages(bytes, limits) {
+                    assert!(
+                        usage.total <= C * n + K,
+                        "{decoder} on {name} ({n} bytes) allocated {} bytes (peak {}): more than {C} * n + {K}",
+                        usage.total,
+                        usage.peak
+                    );
+                    let ratio = usage.total.saturating_sub(K) as f64 / n.max(1) as f64;
+                    if ratio > worst_colliding.0 {
+                        worst_colliding =
+                            (ratio, format!("{decoder} on {name} ({n} bytes): {usage:?}"));
+                    }
                 }
             }
+            for budget in [0, 1000, 10_000, 100_000] {
+                let strict = Decoder::new()
+                    .strict(true)
+                    .limits(Limits::default().max_alloc_bytes(budget));
+                let (usage, result) = measure(|| strict.decode(bytes));
+                assert_within_budget("strict decode", name, budget, usage, result.err());
+                let (usage, result) = measure(|| strict.view(bytes).map(|v| v.len()));
+                assert_within_budget("strict view", name, budget, usage, result.err());
+            }
         }
-        for budget in [0, 1000, 10_000, 100_000] {
-            let strict = Decoder::new()
-                .strict(true)
-                .limits(Limits::default().max_alloc_bytes(budget));
-            let (usage, result) = measure(|| strict.decode(bytes));
-            assert_within_budget("strict decode", name, budget, usage, result.err());
-            let (usage, result) = measure(|| strict.view(bytes).map(|v| v.len()));
-            assert_within_budget("strict view", name, budget, usage, result.err());
-        }
+        messageframe::test_hooks::collide_all_hashes(false);
+        println!(
+            "worst with colliding keys: {:.2} for {}",
+            worst_colliding.0, worst_colliding.1
+        );
     }
-    messageframe::test_hooks::collide_all_hashes(false);
-    println!("worst (total - K) / n: {:.2} for {}", worst.0, worst.1);
-    println!(
-        "worst with colliding keys: {:.2} for {}",
-        worst_colliding.0, worst_colliding.1
-    );
 
     // A decode stopped by max_alloc_bytes has allocated at most the budget,
     // plus its error value.

@@ -6,6 +6,9 @@
 //! The `tokio` feature is on for this crate's tests through its own
 //! dev-dependency entry (Cargo.toml), so `cargo test` always runs these.
 
+// The codecs need the `tokio` feature, which the normal test run has;
+// the run without `std` (.ci/run) leaves this file out.
+#![cfg(feature = "tokio")]
 // Limits are built by assigning fields of `Limits::default()`, not with a
 // struct literal: that stays valid if `Limits` becomes `#[non_exhaustive]`.
 #![allow(clippy::field_reassign_with_default)]

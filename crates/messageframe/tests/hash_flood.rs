@@ -11,6 +11,10 @@
 //! billions of probes; see the numbers in docs/security.md. Run with
 //! `--nocapture` to see the counts.
 
+// The instrumentation (feature `test-hooks`) needs `std`; the run without
+// it (.ci/run) leaves this file out.
+#![cfg(feature = "test-hooks")]
+
 use messageframe::test_hooks::{self, Work};
 use messageframe::{Context, Decoder, ErrorKind, Frame, FrameView};
 
