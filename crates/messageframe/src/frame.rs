@@ -247,8 +247,8 @@ impl Default for Frame {
     /// An empty frame with [`Header::default`]: ids 0, version 1, and
     /// timestamp 0. It does not read the clock (a `Default` has no side
     /// inputs, and builds without `std` have no clock): set the timestamp
-    /// with [`update_timestamp`](Frame::update_timestamp) or the header's
-    /// setters, or build with [`Header::new`], which reads it.
+    /// with `update_timestamp` (with `std`) or the header's setters, or
+    /// build with `Header::new` (with `std`), which reads it.
     ///
     /// ```
     /// # use messageframe::Frame;

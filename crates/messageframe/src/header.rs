@@ -54,9 +54,8 @@ pub fn now_millis() -> u64 {
 
 impl Default for Header {
     /// All ids zero, version 1, flags 0, and timestamp 0: it does not read
-    /// the clock (see [`update_timestamp`](Header::update_timestamp)).
-    /// [`Header::new`] is the constructor that reads it, as the C++ one
-    /// does.
+    /// the clock (see `update_timestamp`, with `std`). `Header::new`
+    /// (with `std`) is the constructor that reads it, as the C++ one does.
     fn default() -> Self {
         Header::builder().build()
     }
@@ -67,7 +66,7 @@ impl Default for Header {
 /// Every field starts at its default: ids, counter and flags 0, version 1,
 /// and timestamp 0. The builder does not read the clock: set the timestamp
 /// with [`timestamp`](HeaderBuilder::timestamp), or with
-/// [`timestamp_now`](HeaderBuilder::timestamp_now) (with `std`).
+/// `timestamp_now` (with `std`).
 ///
 /// ```
 /// use messageframe::Header;

@@ -36,9 +36,17 @@
 //! ```
 //!
 //! Frames on byte streams (TCP, serial links, pipes, files of concatenated
-//! frames): [`FrameReader`] and [`FrameWriter`] over `std::io`, built on the
-//! incremental [`FrameScanner`]; with the `tokio` feature, the `codec` module
+//! frames): `FrameReader` and `FrameWriter` over `std::io` (feature `std`),
+//! built on the incremental [`FrameScanner`]; with the `tokio` feature, the `codec` module
 //! has codecs for tokio-util's `FramedRead` and `FramedWrite`.
+//!
+//! Features:
+//! - `std` (default): `std::io` streams, the clock (`now_millis`,
+//!   `Header::new`, `update_timestamp`), `std::error::Error`, and `Frame:
+//!   Sync`. Without it the crate is `#![no_std]` + `alloc` and still builds,
+//!   encodes (into a `Vec` or a fixed `&mut [u8]`) and decodes frames, with
+//!   views, header peeks, limits and typed errors (`docs/no_std.md`);
+//! - `tokio` (implies `std`): the `codec` module.
 //!
 //! The wire format is specified in `docs/wire-format.md`; the storage design
 //! in `docs/architecture.md`.

@@ -118,7 +118,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     for op in ops {
         match *op {
             Op::Add(d, p, n) => {
-                frame.add(DEVICES[d], &param(p), &value(n));
+                frame.add(DEVICES[d], &param(p), value(n));
                 model.push((DEVICES[d].into(), param(p), value(n)));
             }
             Op::Bulk(count) => {
@@ -126,19 +126,19 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     let p = format!("bulk{fresh}");
                     let n = fresh as i64;
                     fresh += 1;
-                    frame.add("d", &p, &value(n));
+                    frame.add("d", &p, value(n));
                     model.push(("d".into(), p, value(n)));
                 }
             }
             Op::Set(d, p, n) => {
-                frame.set(DEVICES[d], &param(p), &value(n));
+                frame.set(DEVICES[d], &param(p), value(n));
                 match model_first_mut(&mut model, DEVICES[d], &param(p)) {
                     Some(v) => *v = value(n),
                     None => model.push((DEVICES[d].into(), param(p), value(n))),
                 }
             }
             Op::Update(d, p, n) => {
-                let updated = frame.update(DEVICES[d], &param(p), &value(n));
+                let updated = frame.update(DEVICES[d], &param(p), value(n));
                 let slot = model_first_mut(&mut model, DEVICES[d], &param(p));
                 prop_assert_eq!(updated, slot.is_some());
                 if let Some(v) = slot {

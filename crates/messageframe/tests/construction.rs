@@ -44,7 +44,11 @@ fn u64_and_usize_convert_only_up_to_i64_max() {
     assert_eq!(ValueRef::try_from(u64::MAX).unwrap_err().value(), u64::MAX);
     assert_eq!(ValueRef::try_from(12usize), Ok(ValueRef::Int(12)));
     assert_eq!(5u64.try_to_value_ref(), Ok(ValueRef::Int(5)));
-    assert_eq!((&5usize).try_to_value_ref(), Ok(ValueRef::Int(5)));
+    let by_ref: &usize = &5;
+    assert_eq!(
+        TryToValueRef::try_to_value_ref(&by_ref),
+        Ok(ValueRef::Int(5))
+    );
     assert_eq!("s".try_to_value_ref(), Ok(ValueRef::String("s")));
     if usize::BITS == 64 {
         let err = ValueRef::try_from(usize::MAX).unwrap_err();
@@ -149,7 +153,7 @@ proptest! {
     fn to_i64_is_some_exactly_for_integral_doubles_in_range(bits in any::<u64>()) {
         let f = f64::from_bits(bits);
         let expected = (f.is_finite() && f.fract() == 0.0 && f >= -(2f64.powi(63)) && f < 2f64.powi(63))
-            .then(|| f as i64);
+            .then_some(f as i64);
         prop_assert_eq!(ValueRef::Double(f).to_i64(), expected);
     }
 }
