@@ -247,3 +247,18 @@ fn try_from_bytes_decodes_with_the_default_limits() {
         Frame::decode(&trailing).unwrap_err()
     );
 }
+
+#[test]
+fn every_error_type_is_an_error_with_or_without_std() {
+    // With `std`: `std::error::Error`. Without it (the no_std test run, on
+    // a compiler from 1.81 on): `core::error::Error`, which `std`'s is.
+    fn is_error<E: std::error::Error + Send + Sync + 'static>() {}
+    is_error::<DecodeError>();
+    is_error::<messageframe::EncodeError>();
+    is_error::<AddError>();
+    is_error::<IntOutOfRange>();
+    is_error::<messageframe::InvalidKey>();
+    let err: Box<dyn std::error::Error> =
+        Box::new(AddError::from(ValueRef::try_from(u64::MAX).unwrap_err()));
+    assert!(err.source().is_some());
+}
