@@ -817,8 +817,8 @@ impl Frame {
         Ok(frame)
     }
 
-    /// An empty frame for a decode to fill: an all-zero header, since the
-    /// decode replaces it (no clock read, unlike `Frame::default`).
+    /// An empty frame for a decode to fill: an all-zero header (version 0,
+    /// unlike `Frame::default`'s 1), since the decode replaces it.
     pub(crate) fn blank() -> Frame {
         Frame::new(Header::from_fields(0, 0, 0, 0, 0, 0, 0, 0))
     }
