@@ -6,7 +6,7 @@ use crate::prelude::*;
 use core::fmt;
 use core::hash::{BuildHasher, Hasher};
 
-use foldhash::fast::SeedableRandomState;
+use foldhash::quality::SeedableRandomState;
 use foldhash::SharedSeed;
 
 /// The byte that joins device and parameter in a flat key (ASCII Unit
@@ -19,9 +19,11 @@ pub(crate) const SEPARATOR_BYTE: u8 = 0x1f;
 /// frame). The seed makes collisions hard to precompute, but it is not what
 /// keeps lookups fast under attack: the index bounds its probes and falls
 /// back to an ordered search whatever the hashes are (src/index.rs,
-/// docs/security.md).
+/// docs/security.md). foldhash's `quality` variant, not `fast`: the index
+/// places keys by the hash's low bits, which `fast` spreads badly for short
+/// keys under some seeds (docs/security.md, "The hash and its seed").
 #[inline(always)]
-fn hasher() -> foldhash::fast::FoldHasher<'static> {
+fn hasher() -> foldhash::quality::FoldHasher<'static> {
     SeedableRandomState::with_seed(0x6d66_7261_6d65, shared_seed()).build_hasher()
 }
 

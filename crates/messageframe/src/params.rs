@@ -779,7 +779,7 @@ impl<'a> KeySet<'a> {
 impl Params {
     pub(crate) fn with_capacity(params: usize, text_bytes: usize) -> Self {
         let spare = if params > LINEAR_MAX {
-            Index::with_capacity(params)
+            Index::with_spill_room(params)
         } else {
             Index::default()
         };
