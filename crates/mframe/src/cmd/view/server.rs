@@ -1,0 +1,184 @@
+//! The page's HTTP server (axum, on 127.0.0.1 only).
+//!
+//! - `GET /`: the page; `GET /assets/...`: its script and style and the
+//!   vendored uPlot (assets/view/, embedded in the binary: no CDN, nothing
+//!   to install next to it);
+//! - `GET /ws`: a WebSocket. The server pushes updates, at most one per
+//!   [`PUSH_INTERVAL`] and only when something changed; the page sends
+//!   `{"charts": [row ids]}` to say which rows it draws;
+//! - `GET /api/attachment?id=N`: the bytes of an attachment last seen, when
+//!   no larger than `--max-attachment`;
+//! - `GET /api/state`: everything the page would get first, as JSON (for
+//!   scripts and tests).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State as Shared};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde::Deserialize;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use super::state::{Cursor, State};
+
+/// The shortest time between two pushes to one page: at most 20 a second,
+/// however many frames arrive.
+pub(crate) const PUSH_INTERVAL: Duration = Duration::from_millis(50);
+
+type Db = Arc<Mutex<State>>;
+
+fn lock(state: &Db) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const INDEX: &str = include_str!("../../../assets/view/index.html");
+const APP_JS: &str = include_str!("../../../assets/view/app.js");
+const VIEW_CSS: &str = include_str!("../../../assets/view/view.css");
+const UPLOT_JS: &str = include_str!("../../../assets/view/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../../assets/view/uplot/uPlot.min.css");
+
+/// The routes, for [`serve`] and the tests.
+pub(crate) fn router(state: Db) -> Router {
+    Router::new()
+        .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX) }))
+        .route(
+            "/assets/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/assets/view.css",
+            get(|| async { asset("text/css; charset=utf-8", VIEW_CSS) }),
+        )
+        .route(
+            "/assets/uPlot.iife.min.js",
+            get(|| async { asset("text/javascript; charset=utf-8", UPLOT_JS) }),
+        )
+        .route(
+            "/assets/uPlot.min.css",
+            get(|| async { asset("text/css; charset=utf-8", UPLOT_CSS) }),
+        )
+        .route("/ws", get(websocket))
+        .route("/api/attachment", get(attachment))
+        .route("/api/state", get(snapshot))
+        .with_state(state)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// Serves the page until `shutdown` completes.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    state: Db,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn snapshot(Shared(state): Shared<Db>) -> Response {
+    let mut cursor = Cursor::default();
+    let mut state = lock(&state);
+    state.tick();
+    let body = state.update(&mut cursor).unwrap_or_default();
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+struct AttachmentQuery {
+    id: usize,
+}
+
+async fn attachment(Shared(state): Shared<Db>, Query(q): Query<AttachmentQuery>) -> Response {
+    let found = lock(&state).attachment(q.id);
+    match found {
+        Ok((_, data)) => ([(header::CONTENT_TYPE, "application/octet-stream")], data).into_response(),
+        Err(why) => (StatusCode::NOT_FOUND, why).into_response(),
+    }
+}
+
+async fn websocket(ws: WebSocketUpgrade, Shared(state): Shared<Db>) -> Response {
+    ws.on_upgrade(move |socket| client(socket, state))
+}
+
+/// One page: pushes from [`push`], chart requests into it.
+async fn client(mut socket: WebSocket, state: Db) {
+    let (out_tx, mut out_rx) = mpsc::channel::<String>(1);
+    let (charts_tx, charts_rx) = mpsc::channel::<Vec<usize>>(4);
+    let pusher = tokio::spawn(push(state, charts_rx, out_tx));
+    loop {
+        tokio::select! {
+            update = out_rx.recv() => {
+                let Some(update) = update else { break };
+                if socket.send(Message::Text(update.into())).await.is_err() {
+                    break;
+                }
+            }
+            message = socket.recv() => match message {
+                Some(Ok(Message::Text(text))) => {
+                    if let Some(ids) = chart_request(&text) {
+                        if charts_tx.send(ids).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => break,
+            },
+        }
+    }
+    pusher.abort();
+}
+
+/// `{"charts": [ids]}` from the page.
+fn chart_request(text: &str) -> Option<Vec<usize>> {
+    #[derive(Deserialize)]
+    struct Request {
+        charts: Vec<usize>,
+    }
+    serde_json::from_str::<Request>(&text[..text.len().min(64 << 10)])
+        .ok()
+        .map(|r| r.charts)
+}
+
+/// Sends a page its updates: the first at once, then at most one per
+/// [`PUSH_INTERVAL`], only when there is something new, and never faster
+/// than the page takes them (`out` holds one; a slow page gets fewer,
+/// larger updates, never a queue).
+pub(crate) async fn push(
+    state: Db,
+    mut charts: mpsc::Receiver<Vec<usize>>,
+    out: mpsc::Sender<String>,
+) {
+    let mut cursor = Cursor::default();
+    let mut interval = tokio::time::interval(PUSH_INTERVAL);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        while let Ok(ids) = charts.try_recv() {
+            cursor.charts(&ids);
+        }
+        let update = {
+            let mut state = lock(&state);
+            state.tick();
+            state.update(&mut cursor)
+        };
+        if let Some(update) = update {
+            if out.send(update.to_string()).await.is_err() {
+                return;
+            }
+        }
+    }
+}
