@@ -33,7 +33,7 @@ pub(crate) struct ViewArgs {
     /// 127.0.0.1:7000), nats://HOST:PORT to subscribe under --prefix, or a
     /// FILE (a pipe too; `-`: stdin) replayed by header timestamp.
     #[arg(value_name = "SOURCE")]
-    source: String,
+    input: String,
     /// Port of the page on 127.0.0.1 (0: any free port; the URL is printed).
     #[arg(long, value_name = "PORT", default_value = "0")]
     port: u16,
@@ -117,7 +117,7 @@ impl Origin {
 }
 
 pub(crate) fn run(args: &ViewArgs) -> Result<(), Failure> {
-    let origin = Origin::parse(&args.source)?;
+    let origin = Origin::parse(&args.input)?;
     let limits = Limits {
         max_keys: args.max_keys,
         max_charted: args.max_charted,

@@ -121,6 +121,8 @@ impl Latest {
 
     fn to_json(&self) -> serde_json::Value {
         match self {
+            // Beyond 2^53 a JavaScript number is not exact: a string is.
+            Latest::Int(i) if i.unsigned_abs() > 1 << 53 => i.to_string().into(),
             Latest::Int(i) => (*i).into(),
             // JSON has no NaN or infinities: those go as strings.
             Latest::Double(d) if d.is_finite() => (*d).into(),
