@@ -182,3 +182,74 @@ pub(crate) async fn push(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::view::state::Limits;
+    use messageframe::{Decoder, Frame, Header};
+
+    fn frame(i: u64) -> Vec<u8> {
+        let mut header = Header::new(1, 2, 7, 3);
+        header.set_timestamp(1_000 + i);
+        let mut f = Frame::new(header);
+        f.add("d", "x", i as f64);
+        f.add("d", "y", i as i64);
+        f.encode().unwrap()
+    }
+
+    /// 10,000 frames a (virtual) second, for two seconds: the page gets at
+    /// most one update per 50 ms, each with the latest values.
+    #[tokio::test(start_paused = true)]
+    async fn pushes_are_at_most_twenty_a_second_however_fast_frames_come() {
+        let state: Db = Arc::new(Mutex::new(State::new(Limits::default())));
+        let (charts_tx, charts_rx) = mpsc::channel(4);
+        let (out_tx, mut out_rx) = mpsc::channel(1);
+        charts_tx.send(vec![0]).await.unwrap();
+        let pusher = tokio::spawn(push(state.clone(), charts_rx, out_tx));
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            while let Some(update) = out_rx.recv().await {
+                got.push((tokio::time::Instant::now(), update));
+            }
+            got
+        });
+        let started = tokio::time::Instant::now();
+        let decoder = Decoder::new();
+        for i in 0..20_000u64 {
+            let bytes = frame(i);
+            state.lock().unwrap().ingest(&decoder.view(&bytes).unwrap(), None);
+            if i % 10 == 9 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        let elapsed = started.elapsed();
+        // The frames stop: at most one more update, then none.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        pusher.abort();
+        let _ = pusher.await;
+        let got = reader.await.unwrap();
+        assert!(elapsed >= Duration::from_secs(2), "{elapsed:?}");
+        let seconds = (elapsed + Duration::from_millis(500)).as_secs_f64();
+        assert!(
+            got.len() as f64 <= seconds * 20.0 + 1.0,
+            "{} updates in {seconds} s",
+            got.len()
+        );
+        assert!(got.len() >= 30, "only {} updates in {seconds} s", got.len());
+        for pair in got.windows(2) {
+            assert!(pair[1].0 - pair[0].0 >= PUSH_INTERVAL);
+        }
+        let last: serde_json::Value = serde_json::from_str(&got.last().unwrap().1).unwrap();
+        assert_eq!(last["frames"], 20_000);
+        let points = last["series"]["0"]["v"].as_array().unwrap();
+        assert_eq!(points.last().unwrap(), 19_999.0);
+    }
+
+    #[test]
+    fn chart_requests_are_read_and_bounded() {
+        assert_eq!(chart_request(r#"{"charts":[1,5]}"#), Some(vec![1, 5]));
+        assert_eq!(chart_request("nonsense"), None);
+        assert_eq!(chart_request(r#"{"charts":[-1]}"#), None);
+    }
+}

@@ -72,7 +72,7 @@ pub(crate) async fn start(
             let local = listener
                 .local_addr()
                 .map_err(|e| Failure::Bad(format!("cannot listen on {addr}: {e}")))?;
-            status(format_args!("view: listening for frames on {local}"));
+            status(format_args!("view: frames: listening on {local}"));
             tokio::spawn(accept(listener, feed))
         }
         Origin::Nats(url) => {

@@ -126,7 +126,9 @@ impl Latest {
             Latest::Int(i) => (*i).into(),
             // JSON has no NaN or infinities: those go as strings.
             Latest::Double(d) if d.is_finite() => (*d).into(),
-            Latest::Double(d) => d.to_string().into(),
+            Latest::Double(d) if d.is_nan() => "NaN".into(),
+            Latest::Double(d) if *d > 0.0 => "Infinity".into(),
+            Latest::Double(_) => "-Infinity".into(),
             Latest::String(s) => s.as_str().into(),
             Latest::Bool(b) => (*b).into(),
             Latest::Unknown(tag) => format!("<tag {tag}>").into(),
@@ -707,5 +709,207 @@ impl Cursor {
             self.charts.push((id, sent));
         }
         self.charts_sent = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use messageframe::{Decoder, Frame};
+
+    fn frame(source: u32, stamp: u64, params: &[(&str, &str, f64)]) -> Vec<u8> {
+        let mut header = Header::new(1, 2, source, 3);
+        header.set_timestamp(stamp);
+        let mut f = Frame::new(header);
+        for &(d, p, v) in params {
+            f.add(d, p, v);
+        }
+        f.encode().unwrap()
+    }
+
+    fn ingest(state: &mut State, bytes: &[u8]) {
+        let view = Decoder::new().view(bytes).unwrap();
+        state.ingest(&view, None);
+    }
+
+    fn limits(max_keys: usize, max_charted: usize, points: usize) -> Limits {
+        Limits {
+            max_keys,
+            max_charted,
+            points,
+            max_attachment: 1_000,
+        }
+    }
+
+    #[test]
+    fn a_ring_keeps_its_last_points_one_per_millisecond() {
+        let mut ring = Ring::new(4);
+        for t in 0..10 {
+            ring.push(t, t as f64);
+        }
+        assert_eq!(ring.len(), 4);
+        assert_eq!(
+            ring.points.iter().copied().collect::<Vec<_>>(),
+            [(6, 6.0), (7, 7.0), (8, 8.0), (9, 9.0)]
+        );
+        // The same millisecond again: its value is replaced, nothing added.
+        ring.push(9, 90.0);
+        assert_eq!(ring.len(), 4);
+        assert_eq!(ring.points.back(), Some(&(9, 90.0)));
+        assert_eq!(ring.since(8).count(), 2);
+        // Back in time: a new series.
+        ring.push(3, 3.0);
+        assert_eq!(ring.epoch, 1);
+        assert_eq!(ring.points.iter().copied().collect::<Vec<_>>(), [(3, 3.0)]);
+    }
+
+    #[test]
+    fn rows_beyond_max_keys_are_counted_not_kept() {
+        let mut state = State::new(limits(3, 10, 8));
+        ingest(&mut state, &frame(1, 10, &[("d", "a", 1.0), ("d", "b", 2.0)]));
+        ingest(&mut state, &frame(1, 11, &[("d", "c", 3.0), ("d", "e", 4.0), ("d", "f", 5.0)]));
+        assert_eq!(state.rows(), 3);
+        assert_eq!(state.dropped_values, 2);
+        // Known keys still update.
+        ingest(&mut state, &frame(1, 12, &[("d", "a", 7.0), ("d", "f", 8.0)]));
+        assert_eq!(state.rows[0].value, Latest::Double(7.0));
+        assert_eq!(state.rows[0].count, 2);
+        assert_eq!(state.dropped_values, 3);
+        // The same names from another source are other rows.
+        ingest(&mut state, &frame(2, 12, &[("d", "a", 1.0)]));
+        assert_eq!(state.dropped_values, 4);
+        let too_long = "x".repeat(MAX_KEY_BYTES);
+        let mut roomy = State::new(limits(10, 10, 8));
+        ingest(&mut roomy, &frame(1, 1, &[(&too_long, "p", 1.0), ("d", "p", 1.0)]));
+        assert_eq!((roomy.rows(), roomy.dropped_values), (1, 1));
+    }
+
+    #[test]
+    fn only_max_charted_numeric_rows_keep_points() {
+        let mut state = State::new(limits(100, 2, 8));
+        let mut header = Header::new(1, 2, 1, 3);
+        header.set_timestamp(5);
+        let mut f = Frame::new(header);
+        f.add("d", "s", "text");
+        f.add("d", "a", 1i64);
+        f.add("d", "b", 2.0);
+        f.add("d", "c", 3.0);
+        f.add("d", "t", true);
+        let bytes = f.encode().unwrap();
+        ingest(&mut state, &bytes);
+        let charted: Vec<bool> = state.rows.iter().map(|r| r.ring.is_some()).collect();
+        assert_eq!(charted, [false, true, true, false, false]);
+        let refused: Vec<bool> = state.rows.iter().map(|r| r.chart_refused).collect();
+        assert_eq!(refused, [false, false, false, true, false]);
+        assert_eq!(state.charted, 2);
+        assert_eq!(state.ring(1).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn memory_stays_bounded_however_many_distinct_keys_arrive() {
+        let limits = limits(1_000, 50, 64);
+        let mut state = State::new(limits);
+        let mut after_first = 0;
+        // 200,000 distinct keys, 100 per frame, each frame at a new time.
+        for i in 0..2_000u64 {
+            let names: Vec<(String, String)> = (0..100)
+                .map(|k| (format!("dev{i}"), format!("param{k}")))
+                .collect();
+            let params: Vec<(&str, &str, f64)> = names
+                .iter()
+                .map(|(d, p)| (d.as_str(), p.as_str(), i as f64))
+                .collect();
+            ingest(&mut state, &frame(1, i, &params));
+            // The first keys again, so that the rings fill up.
+            ingest(&mut state, &frame(1, i, &[("dev0", "param0", i as f64)]));
+            if i == 20 {
+                after_first = state.footprint();
+            }
+        }
+        assert_eq!(state.rows(), 1_000);
+        assert_eq!(state.dropped_values, 200_000 - 1_000);
+        assert_eq!(state.ring(0).unwrap().len(), 64);
+        // Full at frame 10; afterwards only the rings' fill changes.
+        let end = state.footprint();
+        assert!(end <= after_first + 50 * 64 * 16, "{after_first} -> {end}");
+        assert!(end < 1_000 * 512, "{end} bytes for 1,000 rows");
+    }
+
+    #[test]
+    fn string_values_errors_and_attachments_are_bounded() {
+        let mut state = State::new(limits(10, 10, 8));
+        let mut f = Frame::new(Header::new(1, 2, 9, 3));
+        let long = "é".repeat(1_000);
+        f.add("d", "s", long.as_str());
+        f.add_attachment("small", vec![1u8; 1_000]);
+        f.add_attachment("big", vec![2u8; 1_001]);
+        let bytes = f.encode().unwrap();
+        let shared = Bytes::from(bytes);
+        let view = Decoder::new().view(&shared).unwrap();
+        state.ingest(&view, Some(&shared));
+        match &state.rows[0].value {
+            Latest::String(s) => {
+                assert!(s.len() <= MAX_STRING_BYTES && s.len() >= MAX_STRING_BYTES - 1);
+                assert!(long.starts_with(s.as_str()));
+            }
+            other => panic!("{other:?}"),
+        }
+        let (name, data) = state.attachment(0).unwrap();
+        assert_eq!((name.as_str(), data.len()), ("small", 1_000));
+        assert!(data.iter().all(|&b| b == 1));
+        let refused = state.attachment(1).unwrap_err();
+        assert!(refused.contains("1001 bytes"), "{refused}");
+        assert!(state.attachment(2).is_err());
+        for i in 0..MAX_ATTACHMENTS + 5 {
+            let mut f = Frame::new(Header::new(1, 2, 9, 3));
+            f.add_attachment(&format!("a{i}"), vec![0u8; 4]);
+            ingest(&mut state, &f.encode().unwrap());
+        }
+        assert_eq!(state.attachments.len(), MAX_ATTACHMENTS);
+        assert_eq!(state.dropped_attachments, 7);
+        for i in 0..MAX_ERRORS + 10 {
+            state.error("peer", &format!("error {i}"));
+        }
+        assert_eq!(state.errors.len(), MAX_ERRORS);
+        assert_eq!(state.error_count, MAX_ERRORS as u64 + 10);
+        assert_eq!(state.errors[0].message, "error 10");
+    }
+
+    #[test]
+    fn an_update_carries_what_changed_since_the_clients_last() {
+        let mut state = State::new(limits(10, 10, 100));
+        let mut cursor = Cursor::default();
+        assert!(state.update(&mut cursor).is_none(), "nothing yet");
+        ingest(&mut state, &frame(1, 100, &[("d", "a", 1.0), ("d", "b", 2.0)]));
+        let first = state.update(&mut cursor).unwrap();
+        assert_eq!(first["rows"].as_array().unwrap().len(), 2);
+        assert_eq!(first["rows"][1]["value"], 2.0);
+        assert!(state.update(&mut cursor).is_none(), "nothing new");
+        ingest(&mut state, &frame(1, 101, &[("d", "b", 3.0)]));
+        state.error("127.0.0.1:5", "frame 3 (starts at byte 9): bad");
+        let second = state.update(&mut cursor).unwrap();
+        let rows = second["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0]["param"].as_str(), rows[0]["count"].as_u64()), (Some("b"), Some(2)));
+        assert_eq!(second["errors"][0]["origin"], "127.0.0.1:5");
+        assert_eq!(second["error_count"], 1);
+        // Asking for a chart sends its whole ring, then only what is new
+        // (the last point again: its millisecond may have changed).
+        cursor.charts(&[1]);
+        let third = state.update(&mut cursor).unwrap();
+        assert_eq!(third["series"]["1"]["t"], serde_json::json!([100, 101]));
+        assert_eq!(third["series"]["1"]["reset"], true);
+        assert!(third["errors"].as_array().unwrap().is_empty());
+        ingest(&mut state, &frame(1, 102, &[("d", "b", 4.0)]));
+        let fourth = state.update(&mut cursor).unwrap();
+        assert_eq!(fourth["series"]["1"]["t"], serde_json::json!([101, 102]));
+        assert_eq!(fourth["series"]["1"]["v"], serde_json::json!([3.0, 4.0]));
+        assert_eq!(fourth["series"]["1"]["reset"], false);
+        // A value beyond 2^53 goes as a string, exact.
+        let mut f = Frame::new(Header::new(1, 2, 1, 3));
+        f.add("d", "big", i64::MAX);
+        ingest(&mut state, &f.encode().unwrap());
+        let fifth = state.update(&mut cursor).unwrap();
+        assert_eq!(fifth["rows"][0]["value"], "9223372036854775807");
     }
 }
