@@ -196,7 +196,9 @@
     cells[2].textContent = r.param;
     cells[3].textContent = r.target;
     cells[4].textContent = r.type;
-    cells[5].textContent = r.kind + (r.chart_refused ? " (not charted: --max-charted)" : "");
+    cells[5].textContent = r.kind;
+    tr.classList.toggle("uncharted", r.chart_refused);
+    cells[5].title = r.chart_refused ? "not charted: more numeric rows than --max-charted" : "";
     cells[6].textContent = fmtValue(r);
     cells[6].title = fmtValue(r);
     cells[8].textContent = r.rate;
@@ -302,6 +304,18 @@
     return uPlot.join(tables);
   }
 
+  // Axis ticks short enough for the axis: 12.5, 1.5k, 2.4M, 1e+300.
+  function shortNum(v) {
+    const a = Math.abs(v);
+    if (a === 0) return "0";
+    if (a >= 1e15 || a < 1e-3) return v.toExponential(1);
+    for (const [d, suffix] of [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) {
+      if (a >= d) return +(v / d).toPrecision(4) + suffix;
+    }
+    return String(+v.toPrecision(4));
+  }
+  const yAxis = { size: 60, values: (u, vals) => vals.map(shortNum) };
+
   function drawChart(chart) {
     if (!chart || chart.ids.length === 0) {
       if (chart && chart.plot) chart.plot.destroy();
@@ -319,6 +333,7 @@
         width,
         height: 220,
         scales: { x: { time: true } },
+        axes: [{}, yAxis],
         series: [
           { label: "header time" },
           ...chart.ids.map((id, i) => ({
@@ -422,6 +437,7 @@
         width: Math.max(300, box.clientWidth - 10),
         height: 200,
         scales: { x: { time: false } },
+        axes: [{}, yAxis],
         series: [{ label: xLabel }, { label: mode === "spectrum" ? "dB" : "value", stroke: "#1565c0", width: 1 }],
       },
       data,
