@@ -43,7 +43,10 @@ fn golden() -> Vec<(Vec<u8>, Value)> {
         .iter()
         .map(|p| {
             let json = std::fs::read_to_string(p.with_extension("json")).unwrap();
-            (std::fs::read(p).unwrap(), serde_json::from_str(&json).unwrap())
+            (
+                std::fs::read(p).unwrap(),
+                serde_json::from_str(&json).unwrap(),
+            )
         })
         .collect()
 }
@@ -64,7 +67,11 @@ fn expected_rows(frames: &[(Vec<u8>, Value)]) -> BTreeMap<String, Expected> {
     for (_, json) in frames {
         let source = json["header"]["source"].as_u64().unwrap();
         for p in json["parameters"].as_array().unwrap() {
-            let key = format!("{source}/{}/{}", p["device"].as_str().unwrap(), p["param"].as_str().unwrap());
+            let key = format!(
+                "{source}/{}/{}",
+                p["device"].as_str().unwrap(),
+                p["param"].as_str().unwrap()
+            );
             let v = &p["value"];
             let expected = match p["type"].as_str().unwrap() {
                 "int64" => Expected::Int(v.as_i64().unwrap()),
@@ -128,7 +135,10 @@ async fn until(page: &Page, what: &str, js: &str) -> Value {
         if !matches!(v, Value::Null | Value::Bool(false)) {
             return v;
         }
-        assert!(Instant::now() < deadline, "the page never showed {what} ({js})");
+        assert!(
+            Instant::now() < deadline,
+            "the page never showed {what} ({js})"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -153,7 +163,11 @@ async fn table(page: &Page) -> BTreeMap<String, (String, String)> {
 
 /// Sets a filter control and lets the page redraw its table.
 async fn filter(page: &Page, id: &str, value: &str) {
-    let event = if id == "filter-text" { "input" } else { "change" };
+    let event = if id == "filter-text" {
+        "input"
+    } else {
+        "change"
+    };
     eval(
         page,
         &format!(
@@ -184,12 +198,22 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
 
     let chromium = Chromium::start();
-    let (mut browser, mut handler) = Browser::connect(chromium.ws_url()).await.expect("CDP connects");
+    let (mut browser, mut handler) = Browser::connect(chromium.ws_url())
+        .await
+        .expect("CDP connects");
     // chromiumoxide may not know every event a newer chromium sends: those
     // errors concern nobody here.
     let events = tokio::spawn(async move { while handler.next().await.is_some() {} });
-    let page = browser.new_page(url.as_str()).await.expect("the page opens");
-    until(&page, "a live connection", "document.getElementById('conn').textContent === 'live'").await;
+    let page = browser
+        .new_page(url.as_str())
+        .await
+        .expect("the page opens");
+    until(
+        &page,
+        "a live connection",
+        "document.getElementById('conn').textContent === 'live'",
+    )
+    .await;
 
     // 1. The golden frames, over one TCP connection: every parameter is
     // listed with its value and type.
@@ -208,7 +232,10 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     .await;
     // More than the table shows at once (500): one source at a time, which
     // is the source filter at work too.
-    let mut sources: Vec<&str> = expected.keys().map(|k| k.split('/').next().unwrap()).collect();
+    let mut sources: Vec<&str> = expected
+        .keys()
+        .map(|k| k.split('/').next().unwrap())
+        .collect();
     sources.dedup();
     sources.sort_unstable();
     sources.dedup();
@@ -216,11 +243,18 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     for source in &sources {
         filter(&page, "filter-source", source).await;
         let shown = table(&page).await;
-        let wanted: Vec<&String> = expected.keys().filter(|k| k.starts_with(&format!("{source}/"))).collect();
+        let wanted: Vec<&String> = expected
+            .keys()
+            .filter(|k| k.starts_with(&format!("{source}/")))
+            .collect();
         assert_eq!(shown.len(), wanted.len(), "rows of source {source}");
         for key in wanted {
             let (kind, value) = shown.get(key).unwrap_or_else(|| panic!("no row {key}"));
-            assert!(shows(kind, value, &expected[key]), "{key}: shows {kind} {value:?}, expected {:?}", expected[key]);
+            assert!(
+                shows(kind, value, &expected[key]),
+                "{key}: shows {kind} {value:?}, expected {:?}",
+                expected[key]
+            );
             seen += 1;
         }
     }
@@ -234,7 +268,10 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     filter(&page, "filter-text", "").await;
     filter(&page, "filter-target", "99").await;
     let shown: Vec<String> = table(&page).await.into_keys().collect();
-    assert_eq!(shown, ["50/device_core/fw_version", "50/sensor_alpha/voltage"]);
+    assert_eq!(
+        shown,
+        ["50/device_core/fw_version", "50/sensor_alpha/voltage"]
+    );
     filter(&page, "filter-target", "").await;
     filter(&page, "filter-type", "2").await;
     assert_eq!(table(&page).await.len(), 6, "the sdr frame's parameters");
@@ -250,15 +287,28 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     for seq in 0..20 {
         live.write_all(&live_frame(seq, seq as f64 * 0.5)).unwrap();
     }
-    until(&page, "the live rows", "document.querySelectorAll('#rows tbody tr').length === 3").await;
+    until(
+        &page,
+        "the live rows",
+        "document.querySelectorAll('#rows tbody tr').length === 3",
+    )
+    .await;
     let click = |key: &str| {
         format!("(() => {{ const tr = document.querySelector('#rows tr[data-key=\"{key}\"]'); if (!tr) return false; tr.click(); return true; }})()")
     };
     assert_eq!(eval(&page, &click("77/live/x")).await, true);
     assert_eq!(eval(&page, &click("77/live/y")).await, true);
-    assert_eq!(eval(&page, &click("77/live/label")).await, true, "a string row is listed");
+    assert_eq!(
+        eval(&page, &click("77/live/label")).await,
+        true,
+        "a string row is listed"
+    );
     assert_eq!(eval(&page, "window.mframeView.charts.length").await, 1);
-    assert_eq!(eval(&page, "window.mframeView.charts[0].ids.length").await, 2, "a string is not charted");
+    assert_eq!(
+        eval(&page, "window.mframeView.charts[0].ids.length").await,
+        2,
+        "a string is not charted"
+    );
     until(
         &page,
         "20 points of x and y",
@@ -283,7 +333,8 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     let mut bad = TcpStream::connect(&frames_addr).unwrap();
     let bad_peer = bad.local_addr().unwrap().to_string();
     // A frame whose header is a string: the framing fails at byte 1.
-    bad.write_all(&[0x93, 0xa3, b'b', b'a', b'd', 0x80, 0x90]).unwrap();
+    bad.write_all(&[0x93, 0xa3, b'b', b'a', b'd', 0x80, 0x90])
+        .unwrap();
     bad.flush().unwrap();
     let error = until(
         &page,
@@ -293,8 +344,17 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     )
     .await;
     assert_eq!(error[0], bad_peer.as_str());
-    assert!(error[1].as_str().unwrap().contains("frame 0 (starts at byte 0)"), "{error}");
-    assert_eq!(eval(&page, "document.getElementById('error-count').textContent").await, "1");
+    assert!(
+        error[1]
+            .as_str()
+            .unwrap()
+            .contains("frame 0 (starts at byte 0)"),
+        "{error}"
+    );
+    assert_eq!(
+        eval(&page, "document.getElementById('error-count').textContent").await,
+        "1"
+    );
     live.write_all(&live_frame(50, 100.0)).unwrap();
     until(
         &page,
@@ -305,22 +365,34 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
 
     // 5. Frames as fast as one connection takes them, for about a second:
     // the page still gets at most 20 updates a second.
-    let before = eval(&page, "window.mframeView.updates").await.as_u64().unwrap();
+    let before = eval(&page, "window.mframeView.updates")
+        .await
+        .as_u64()
+        .unwrap();
     let started = Instant::now();
     let mut seq = 51;
     while started.elapsed() < Duration::from_millis(1_000) {
-        let batch: Vec<u8> = (seq..seq + 200).flat_map(|s| live_frame(s, s as f64)).collect();
+        let batch: Vec<u8> = (seq..seq + 200)
+            .flat_map(|s| live_frame(s, s as f64))
+            .collect();
         live.write_all(&batch).unwrap();
         seq += 200;
     }
     let elapsed = started.elapsed();
-    let after = eval(&page, "window.mframeView.updates").await.as_u64().unwrap();
+    let after = eval(&page, "window.mframeView.updates")
+        .await
+        .as_u64()
+        .unwrap();
     let updates = after - before;
     assert!(
         updates as f64 <= elapsed.as_secs_f64() * 20.0 + 2.0,
         "{updates} updates in {elapsed:?}"
     );
-    assert!(updates >= 5, "only {updates} updates in {elapsed:?} while {} frames came", seq - 51);
+    assert!(
+        updates >= 5,
+        "only {updates} updates in {elapsed:?} while {} frames came",
+        seq - 51
+    );
 
     // 6. The attachment of the sdr frame, drawn as a spectrum of f32 and as
     // a waveform of i16 samples (fetched from the server).
@@ -346,7 +418,11 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
         "document.getElementById('attachment-plot').dataset.drawn === 'raw_iq:f32:spectrum:512'",
     )
     .await;
-    let size = eval(&page, "document.querySelector('#attachments tr[data-name=\"raw_iq\"]').children[2].textContent").await;
+    let size = eval(
+        &page,
+        "document.querySelector('#attachments tr[data-name=\"raw_iq\"]').children[2].textContent",
+    )
+    .await;
     assert_eq!(size, "4096");
 
     // 7. A screenshot, to look at.
@@ -362,5 +438,174 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     viewer.signal("TERM");
     assert!(viewer.wait().success(), "{}", viewer.stderr_text());
     let log = viewer.stderr_text();
-    assert!(log.contains(&format!("view: {bad_peer}: frame 0 (starts at byte 0)")), "{log}");
+    assert!(
+        log.contains(&format!("view: {bad_peer}: frame 0 (starts at byte 0)")),
+        "{log}"
+    );
+}
+
+/// `GET path` on the page's server: the status and the body.
+fn http_get(url: &str, path: &str) -> (u16, Vec<u8>) {
+    use std::io::Read;
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(support::WAIT)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    s.read_to_end(&mut response).unwrap();
+    let end = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a whole response");
+    let head = String::from_utf8_lossy(&response[..end]).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, response[end + 4..].to_vec())
+}
+
+/// `/api/state` until `done` says so (bounded by [`STEP`]).
+fn state_until(url: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let (status, body) = http_get(url, "/api/state");
+        assert_eq!(status, 200);
+        let state: Value = serde_json::from_slice(&body).unwrap();
+        if done(&state) {
+            return state;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {state}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn row<'a>(state: &'a Value, device: &str, param: &str) -> &'a Value {
+    state["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["device"] == device && r["param"] == param)
+        .unwrap_or_else(|| panic!("no row {device}/{param} in {state}"))
+}
+
+#[test]
+fn the_viewer_subscribes_to_nats_filters_and_shows_bad_payloads() {
+    use messageframe_nats::async_nats;
+    use messageframe_testkit::{NatsServer, ServerOptions};
+
+    let server = NatsServer::start(ServerOptions::new());
+    let nats_url = server.url();
+    let viewer = Proc::spawn(&[
+        "view", &nats_url, "--prefix", "v", "--source", "10", "--port", "0",
+    ]);
+    viewer.stderr_line("view: subscribed to `v.*.*.10`");
+    let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
+    let read = |name: &str| std::fs::read(interop_dir().join(format!("{name}.mfb"))).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = async_nats::connect(&nats_url).await.unwrap();
+        // Another source: the server does not send it.
+        client
+            .publish("v.99.1.50", read("basic").into())
+            .await
+            .unwrap();
+        client
+            .publish("v.20.2.10", b"not a frame".to_vec().into())
+            .await
+            .unwrap();
+        client
+            .publish("v.20.2.10", read("sdr").into())
+            .await
+            .unwrap();
+        client.flush().await.unwrap();
+    });
+    let state = state_until(&url, "the sdr frame and the error", |s| {
+        s["frames"] == 1 && s["error_count"] == 1
+    });
+    assert_eq!(state["rows"].as_array().unwrap().len(), 6, "{state}");
+    assert_eq!(row(&state, "sdr_2", "center_freq")["value"], 433_000_000.0);
+    assert_eq!(row(&state, "core", "firmware")["value"], "v1.3.5");
+    let error = &state["errors"][0];
+    assert!(
+        error["message"].as_str().unwrap().contains("v.20.2.10"),
+        "{error}"
+    );
+    assert_eq!(state["attachments"][0]["name"], "raw_iq");
+    let (status, data) = http_get(&url, "/api/attachment?id=0");
+    assert_eq!(status, 200);
+    let sdr = read("sdr");
+    assert!(
+        sdr.windows(data.len()).any(|w| w == data),
+        "the attachment's bytes, as sent"
+    );
+    assert_eq!(data.len(), 4096);
+    assert_eq!(http_get(&url, "/api/attachment?id=1").0, 404);
+    viewer.signal("TERM");
+}
+
+#[test]
+fn a_file_is_replayed_by_header_time_and_its_broken_tail_is_an_error() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mframe-view-file");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("paced.mfb");
+    let mut bytes = Vec::new();
+    // Three frames 1 s apart in header time, eight parameters each.
+    for i in 0..3u64 {
+        let mut header = Header::new(1, 2, 4, 5);
+        header.set_timestamp(1_700_000_000_000 + i * 1_000);
+        let mut f = Frame::new(header);
+        for k in 0..8 {
+            f.add("dev", &format!("p{k}"), (i * 10 + k) as i64);
+        }
+        bytes.extend(f.encode().unwrap());
+    }
+    // Then a frame cut short.
+    bytes.extend(&[0x93, 0x98, 0x01]);
+    std::fs::write(&path, &bytes).unwrap();
+    let started = Instant::now();
+    let viewer = Proc::spawn(&[
+        "view",
+        path.to_str().unwrap(),
+        "--speed",
+        "2",
+        "--max-keys",
+        "5",
+        "--port",
+        "0",
+    ]);
+    let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
+    let state = state_until(&url, "the whole file", |s| {
+        s["frames"] == 3 && s["error_count"] == 1
+    });
+    // 2 s of header time at twice the speed.
+    assert!(
+        started.elapsed() >= Duration::from_millis(1_000),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(state["tracked"], 5);
+    assert_eq!(state["dropped_values"], 9, "3 of 8 keys, 3 frames");
+    assert_eq!(row(&state, "dev", "p4")["value"], 24);
+    assert_eq!(row(&state, "dev", "p4")["count"], 3);
+    let message = state["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("frame 3 (starts at byte"), "{message}");
+    assert!(
+        message.ends_with("the rest of the input is not read"),
+        "{message}"
+    );
+    viewer.stderr_line("view: ");
+    // The page stays.
+    let (status, page) = http_get(&url, "/");
+    assert_eq!(status, 200);
+    assert!(String::from_utf8(page).unwrap().contains("mframe view"));
+    let (status, script) = http_get(&url, "/assets/uPlot.iife.min.js");
+    assert_eq!(status, 200);
+    assert!(script.len() > 40_000);
+    viewer.signal("TERM");
 }

@@ -76,7 +76,9 @@ fn parse_speed(text: &str) -> Result<f64, String> {
 fn parse_points(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if (2..=1_000_000).contains(&n) => Ok(n),
-        _ => Err(format!("`{text}` is not a number of points from 2 to 1000000")),
+        _ => Err(format!(
+            "`{text}` is not a number of points from 2 to 1000000"
+        )),
     }
 }
 
@@ -130,7 +132,9 @@ pub(crate) fn run(args: &ViewArgs) -> Result<(), Failure> {
         // The page first: its URL is printed before any input is waited for.
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
             .await
-            .map_err(|e| Failure::Bad(format!("cannot serve the page on port {}: {e}", args.port)))?;
+            .map_err(|e| {
+                Failure::Bad(format!("cannot serve the page on port {}: {e}", args.port))
+            })?;
         let local = listener
             .local_addr()
             .map_err(|e| Failure::Bad(format!("cannot serve the page: {e}")))?;
@@ -156,14 +160,19 @@ mod tests {
             Ok(Origin::Nats(_))
         ));
         assert!(matches!(Origin::parse("-").unwrap(), Origin::File(None)));
-        assert!(matches!(Origin::parse("127.0.0.1:7000").unwrap(), Origin::Tcp(t) if t == "127.0.0.1:7000"));
-        assert!(matches!(Origin::parse("localhost:0").unwrap(), Origin::Tcp(t) if t == "localhost:0"));
-        assert!(matches!(Origin::parse("[::1]:7000").unwrap(), Origin::Tcp(t) if t == "[::1]:7000"));
-        assert!(matches!(Origin::parse("frames.mfb").unwrap(), Origin::File(Some(p)) if p == std::path::Path::new("frames.mfb")));
-        assert!(matches!(
-            Origin::parse("nats://"),
-            Err(Failure::Usage(_))
-        ));
+        assert!(
+            matches!(Origin::parse("127.0.0.1:7000").unwrap(), Origin::Tcp(t) if t == "127.0.0.1:7000")
+        );
+        assert!(
+            matches!(Origin::parse("localhost:0").unwrap(), Origin::Tcp(t) if t == "localhost:0")
+        );
+        assert!(
+            matches!(Origin::parse("[::1]:7000").unwrap(), Origin::Tcp(t) if t == "[::1]:7000")
+        );
+        assert!(
+            matches!(Origin::parse("frames.mfb").unwrap(), Origin::File(Some(p)) if p == std::path::Path::new("frames.mfb"))
+        );
+        assert!(matches!(Origin::parse("nats://"), Err(Failure::Usage(_))));
         // An existing file wins over the address reading of its name.
         let dir = std::env::temp_dir().join(format!("mframe-view-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

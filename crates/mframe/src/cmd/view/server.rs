@@ -46,7 +46,10 @@ const UPLOT_CSS: &str = include_str!("../../../assets/view/uplot/uPlot.min.css")
 /// The routes, for [`serve`] and the tests.
 pub(crate) fn router(state: Db) -> Router {
     Router::new()
-        .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX) }))
+        .route(
+            "/",
+            get(|| async { asset("text/html; charset=utf-8", INDEX) }),
+        )
         .route(
             "/assets/app.js",
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
@@ -104,7 +107,9 @@ struct AttachmentQuery {
 async fn attachment(Shared(state): Shared<Db>, Query(q): Query<AttachmentQuery>) -> Response {
     let found = lock(&state).attachment(q.id);
     match found {
-        Ok((_, data)) => ([(header::CONTENT_TYPE, "application/octet-stream")], data).into_response(),
+        Ok((_, data)) => {
+            ([(header::CONTENT_TYPE, "application/octet-stream")], data).into_response()
+        }
         Err(why) => (StatusCode::NOT_FOUND, why).into_response(),
     }
 }
@@ -218,7 +223,10 @@ mod tests {
         let decoder = Decoder::new();
         for i in 0..20_000u64 {
             let bytes = frame(i);
-            state.lock().unwrap().ingest(&decoder.view(&bytes).unwrap(), None);
+            state
+                .lock()
+                .unwrap()
+                .ingest(&decoder.view(&bytes).unwrap(), None);
             if i % 10 == 9 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }

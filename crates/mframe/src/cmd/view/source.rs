@@ -251,7 +251,10 @@ fn replay(input: &Input, speed: f64, feed: &Feed) {
                 .strip_prefix(&format!("{name}: "))
                 .unwrap_or(&message)
                 .to_owned();
-            feed.error(&name, &format!("{message}; the rest of the input is not read"));
+            feed.error(
+                &name,
+                &format!("{message}; the rest of the input is not read"),
+            );
         }
         Err(Failure::Bad(m) | Failure::Usage(m)) => feed.error(&name, &m),
         Err(Failure::BrokenPipe) => {}

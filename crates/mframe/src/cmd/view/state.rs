@@ -425,9 +425,7 @@ impl State {
                 .position(|a| a.source == header.source() && a.name == name)
             {
                 Some(i) => i,
-                None if self.attachments.len() >= MAX_ATTACHMENTS
-                    || name.len() > MAX_KEY_BYTES =>
-                {
+                None if self.attachments.len() >= MAX_ATTACHMENTS || name.len() > MAX_KEY_BYTES => {
                     self.dropped_attachments += 1;
                     continue;
                 }
@@ -558,7 +556,11 @@ impl State {
             let Some(&&(last, _)) = points.last() else {
                 continue;
             };
-            if !reset && points.len() == 1 && sent.last == last && sent.last_value == Some(points[0].1) {
+            if !reset
+                && points.len() == 1
+                && sent.last == last
+                && sent.last_value == Some(points[0].1)
+            {
                 continue;
             }
             sent.epoch = Some(ring.epoch);
@@ -566,7 +568,16 @@ impl State {
             sent.last_value = Some(points[points.len() - 1].1);
             let (t, v): (Vec<u64>, Vec<serde_json::Value>) = points
                 .iter()
-                .map(|&&(t, v)| (t, if v.is_finite() { v.into() } else { serde_json::Value::Null }))
+                .map(|&&(t, v)| {
+                    (
+                        t,
+                        if v.is_finite() {
+                            v.into()
+                        } else {
+                            serde_json::Value::Null
+                        },
+                    )
+                })
                 .unzip();
             series.insert(
                 id.to_string(),
@@ -658,7 +669,11 @@ impl State {
                     }
             })
             .sum();
-        rows + self.attachments.iter().map(|a| a.data.as_ref().map_or(0, Bytes::len)).sum::<usize>()
+        rows + self
+            .attachments
+            .iter()
+            .map(|a| a.data.as_ref().map_or(0, Bytes::len))
+            .sum::<usize>()
     }
 }
 
@@ -766,12 +781,21 @@ mod tests {
     #[test]
     fn rows_beyond_max_keys_are_counted_not_kept() {
         let mut state = State::new(limits(3, 10, 8));
-        ingest(&mut state, &frame(1, 10, &[("d", "a", 1.0), ("d", "b", 2.0)]));
-        ingest(&mut state, &frame(1, 11, &[("d", "c", 3.0), ("d", "e", 4.0), ("d", "f", 5.0)]));
+        ingest(
+            &mut state,
+            &frame(1, 10, &[("d", "a", 1.0), ("d", "b", 2.0)]),
+        );
+        ingest(
+            &mut state,
+            &frame(1, 11, &[("d", "c", 3.0), ("d", "e", 4.0), ("d", "f", 5.0)]),
+        );
         assert_eq!(state.rows(), 3);
         assert_eq!(state.dropped_values, 2);
         // Known keys still update.
-        ingest(&mut state, &frame(1, 12, &[("d", "a", 7.0), ("d", "f", 8.0)]));
+        ingest(
+            &mut state,
+            &frame(1, 12, &[("d", "a", 7.0), ("d", "f", 8.0)]),
+        );
         assert_eq!(state.rows[0].value, Latest::Double(7.0));
         assert_eq!(state.rows[0].count, 2);
         assert_eq!(state.dropped_values, 3);
@@ -780,7 +804,10 @@ mod tests {
         assert_eq!(state.dropped_values, 4);
         let too_long = "x".repeat(MAX_KEY_BYTES);
         let mut roomy = State::new(limits(10, 10, 8));
-        ingest(&mut roomy, &frame(1, 1, &[(&too_long, "p", 1.0), ("d", "p", 1.0)]));
+        ingest(
+            &mut roomy,
+            &frame(1, 1, &[(&too_long, "p", 1.0), ("d", "p", 1.0)]),
+        );
         assert_eq!((roomy.rows(), roomy.dropped_values), (1, 1));
     }
 
@@ -880,7 +907,10 @@ mod tests {
         let mut state = State::new(limits(10, 10, 100));
         let mut cursor = Cursor::default();
         assert!(state.update(&mut cursor).is_none(), "nothing yet");
-        ingest(&mut state, &frame(1, 100, &[("d", "a", 1.0), ("d", "b", 2.0)]));
+        ingest(
+            &mut state,
+            &frame(1, 100, &[("d", "a", 1.0), ("d", "b", 2.0)]),
+        );
         let first = state.update(&mut cursor).unwrap();
         assert_eq!(first["rows"].as_array().unwrap().len(), 2);
         assert_eq!(first["rows"][1]["value"], 2.0);
@@ -890,7 +920,10 @@ mod tests {
         let second = state.update(&mut cursor).unwrap();
         let rows = second["rows"].as_array().unwrap();
         assert_eq!(rows.len(), 1);
-        assert_eq!((rows[0]["param"].as_str(), rows[0]["count"].as_u64()), (Some("b"), Some(2)));
+        assert_eq!(
+            (rows[0]["param"].as_str(), rows[0]["count"].as_u64()),
+            (Some("b"), Some(2))
+        );
         assert_eq!(second["errors"][0]["origin"], "127.0.0.1:5");
         assert_eq!(second["error_count"], 1);
         // Asking for a chart sends its whole ring, then only what is new
