@@ -83,8 +83,14 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 fn clock_ticks_per_second() -> f64 {
-    let out = Command::new("getconf").arg("CLK_TCK").output().expect("getconf CLK_TCK");
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(100.0)
+    let out = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .expect("getconf CLK_TCK");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(100.0)
 }
 
 /// Sends frames at `rate` a second until `stop`, counting them in `sent`.
@@ -115,7 +121,8 @@ fn produce(addr: String, o: &Options, stop: &AtomicBool, sent: &AtomicU64) {
             for (k, key) in keys.iter().enumerate() {
                 let x = n as f64 * 0.001 + k as f64;
                 if o.fresh_keys {
-                    let fresh = FlatKey::new(key.device(), &format!("{}_{n}", key.param())).unwrap();
+                    let fresh =
+                        FlatKey::new(key.device(), &format!("{}_{n}", key.param())).unwrap();
                     frame.add_flat(&fresh, x.sin());
                 } else if k % 2 == 0 {
                     frame.add_flat(key, x.sin());
@@ -165,25 +172,37 @@ async fn main() {
         }
     });
     let frames_addr = loop {
-        let line = lines_rx.recv_timeout(Duration::from_secs(30)).expect("the viewer says where it listens");
+        let line = lines_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the viewer says where it listens");
         if let Some(addr) = line.strip_prefix("mframe: view: frames: listening on ") {
             break addr.to_owned();
         }
     };
     let mut url = String::new();
-    BufReader::new(viewer.stdout.take().unwrap()).read_line(&mut url).unwrap();
+    BufReader::new(viewer.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
     let url = url.trim().to_owned();
 
     let chromium = Chromium::start();
-    let (mut browser, mut handler) = Browser::connect(chromium.ws_url()).await.expect("CDP connects");
+    let (mut browser, mut handler) = Browser::connect(chromium.ws_url())
+        .await
+        .expect("CDP connects");
     let events = tokio::spawn(async move { while handler.next().await.is_some() {} });
-    let page = browser.new_page(url.as_str()).await.expect("the page opens");
+    let page = browser
+        .new_page(url.as_str())
+        .await
+        .expect("the page opens");
 
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicU64::new(0));
     let producer = {
         let (stop, sent) = (stop.clone(), sent.clone());
-        let o = Options { mframe: o.mframe.clone(), ..o };
+        let o = Options {
+            mframe: o.mframe.clone(),
+            ..o
+        };
         let addr = frames_addr.clone();
         std::thread::spawn(move || produce(addr, &o, &stop, &sent))
     };
@@ -219,14 +238,35 @@ async fn main() {
     let dropped = eval_u64(&page, "window.mframeView.last.dropped_values").await;
     let total_sent = sent.load(Ordering::Relaxed);
 
-    println!("mframe view under load: {} s measured, {} params a frame{}", o.seconds, o.params,
-             if o.fresh_keys { ", fresh keys in every frame" } else { "" });
+    println!(
+        "mframe view under load: {} s measured, {} params a frame{}",
+        o.seconds,
+        o.params,
+        if o.fresh_keys {
+            ", fresh keys in every frame"
+        } else {
+            ""
+        }
+    );
     println!("| measure | value |");
     println!("|---|---|");
-    println!("| frames sent / s (target {}) | {:.0} |", o.rate, frames as f64 / elapsed);
+    println!(
+        "| frames sent / s (target {}) | {:.0} |",
+        o.rate,
+        frames as f64 / elapsed
+    );
     println!("| frames received by the viewer (of sent) | {received} of {total_sent} |");
-    println!("| viewer CPU, % of one core | {:.0} % |", 100.0 * cpu / elapsed);
-    println!("| viewer RSS, KiB, each second | {} |", rss.iter().map(u64::to_string).collect::<Vec<_>>().join(", "));
+    println!(
+        "| viewer CPU, % of one core | {:.0} % |",
+        100.0 * cpu / elapsed
+    );
+    println!(
+        "| viewer RSS, KiB, each second | {} |",
+        rss.iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     println!("| page updates / s | {:.1} |", updates as f64 / elapsed);
     println!("| chart points on the page | {points} |");
     println!("| rows tracked / values dropped | {tracked} / {dropped} |");

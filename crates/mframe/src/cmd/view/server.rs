@@ -92,11 +92,7 @@ async fn snapshot(Shared(state): Shared<Db>) -> Response {
     let mut state = lock(&state);
     state.tick();
     let body = state.update(&mut cursor).unwrap_or_default();
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 #[derive(Deserialize)]
@@ -181,7 +177,7 @@ pub(crate) async fn push(
             state.update(&mut cursor)
         };
         if let Some(update) = update {
-            if out.send(update.to_string()).await.is_err() {
+            if out.send(update).await.is_err() {
                 return;
             }
         }

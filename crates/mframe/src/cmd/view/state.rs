@@ -118,20 +118,22 @@ impl Latest {
             _ => *self = Latest::Unknown(-1),
         }
     }
+}
 
-    fn to_json(&self) -> serde_json::Value {
+impl Serialize for Latest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             // Beyond 2^53 a JavaScript number is not exact: a string is.
-            Latest::Int(i) if i.unsigned_abs() > 1 << 53 => i.to_string().into(),
-            Latest::Int(i) => (*i).into(),
+            Latest::Int(i) if i.unsigned_abs() > 1 << 53 => s.collect_str(i),
+            Latest::Int(i) => s.serialize_i64(*i),
             // JSON has no NaN or infinities: those go as strings.
-            Latest::Double(d) if d.is_finite() => (*d).into(),
-            Latest::Double(d) if d.is_nan() => "NaN".into(),
-            Latest::Double(d) if *d > 0.0 => "Infinity".into(),
-            Latest::Double(_) => "-Infinity".into(),
-            Latest::String(s) => s.as_str().into(),
-            Latest::Bool(b) => (*b).into(),
-            Latest::Unknown(tag) => format!("<tag {tag}>").into(),
+            Latest::Double(d) if d.is_finite() => s.serialize_f64(*d),
+            Latest::Double(d) if d.is_nan() => s.serialize_str("NaN"),
+            Latest::Double(d) if *d > 0.0 => s.serialize_str("Infinity"),
+            Latest::Double(_) => s.serialize_str("-Infinity"),
+            Latest::String(text) => s.serialize_str(text),
+            Latest::Bool(b) => s.serialize_bool(*b),
+            Latest::Unknown(tag) => s.collect_str(&format_args!("<tag {tag}>")),
         }
     }
 }
@@ -515,129 +517,87 @@ impl State {
 
     /// The JSON update for a client at `cursor`, which it advances: the rows
     /// and attachments changed since, the new points of the charts it
-    /// asked for, and the totals. `None` when nothing changed.
-    pub(crate) fn update(&self, cursor: &mut Cursor) -> Option<serde_json::Value> {
+    /// asked for, and the totals. `None` when nothing changed. Serialized
+    /// from borrowed fields, straight into the string sent.
+    pub(crate) fn update(&self, cursor: &mut Cursor) -> Option<String> {
         if cursor.generation == self.generation && cursor.charts_sent {
             return None;
         }
         let since = cursor.generation;
-        let rows: Vec<serde_json::Value> = self
-            .rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.changed > since)
-            .map(|(i, r)| {
-                serde_json::json!({
-                    "id": i,
-                    "source": r.source,
-                    "device": r.device,
-                    "param": r.param,
-                    "target": r.target,
-                    "type": r.message_type,
-                    "kind": r.value.type_name(),
-                    "value": r.value.to_json(),
-                    "stamp": r.stamp,
-                    "seen": r.seen,
-                    "count": r.count,
-                    "rate": r.rate,
-                    "charted": r.ring.is_some(),
-                    "chart_refused": r.chart_refused,
-                })
-            })
-            .collect();
-        let mut series = serde_json::Map::new();
+        let mut series = Vec::new();
         for (id, sent) in &mut cursor.charts {
             let Some(ring) = self.rows.get(*id).and_then(|r| r.ring.as_ref()) else {
                 continue;
             };
             let reset = sent.epoch != Some(ring.epoch);
             let from = if reset { 0 } else { sent.last };
-            let points: Vec<&(u64, f64)> = ring.since(from).collect();
-            let Some(&&(last, _)) = points.last() else {
+            let points: Vec<(u64, f64)> = ring.since(from).copied().collect();
+            let Some(&(last, last_value)) = points.last() else {
                 continue;
             };
             if !reset
                 && points.len() == 1
                 && sent.last == last
-                && sent.last_value == Some(points[0].1)
+                && sent.last_value == Some(last_value)
             {
                 continue;
             }
             sent.epoch = Some(ring.epoch);
             sent.last = last;
-            sent.last_value = Some(points[points.len() - 1].1);
-            let (t, v): (Vec<u64>, Vec<serde_json::Value>) = points
-                .iter()
-                .map(|&&(t, v)| {
-                    (
-                        t,
-                        if v.is_finite() {
-                            v.into()
-                        } else {
-                            serde_json::Value::Null
-                        },
-                    )
-                })
-                .unzip();
-            series.insert(
-                id.to_string(),
-                serde_json::json!({ "reset": reset, "t": t, "v": v }),
-            );
+            sent.last_value = Some(last_value);
+            series.push((*id, reset, points));
         }
         cursor.charts_sent = true;
-        if rows.is_empty() && series.is_empty() && since == self.generation {
+        let changed = since != self.generation;
+        if !changed && series.is_empty() {
             return None;
         }
-        let attachments: Vec<serde_json::Value> = self
-            .attachments
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| a.changed > since)
-            .map(|(i, a)| {
-                serde_json::json!({
-                    "id": i, "source": a.source, "name": a.name, "len": a.len,
-                    "stamp": a.stamp, "served": a.data.is_some(),
-                })
-            })
-            .collect();
-        let errors: Vec<&InputError> = self
-            .errors
-            .iter()
-            .filter(|e| e.seq > cursor.errors)
-            .collect();
-        cursor.errors = self.error_count;
-        let mut sources: Vec<(u32, u64, u64)> = self
+        let mut sources: Vec<SourceOut> = self
             .sources
             .iter()
-            .map(|(id, s)| (*id, s.frames, s.rate))
+            .map(|(&source, s)| SourceOut {
+                source,
+                frames: s.frames,
+                rate: s.rate,
+            })
             .collect();
-        sources.sort_unstable();
-        cursor.generation = self.generation;
-        Some(serde_json::json!({
-            "now": now_ms(),
-            "frames": self.frames,
-            "rows": rows,
-            "series": series,
-            "attachments": attachments,
-            "errors": errors,
-            "error_count": self.error_count,
-            "sources": sources.iter().map(|(id, frames, rate)| serde_json::json!({
-                "source": id, "frames": frames, "rate": rate,
-            })).collect::<Vec<_>>(),
-            "other_sources": self.other_sources,
-            "targets": self.targets,
-            "types": self.message_types,
-            "tracked": self.rows.len(),
-            "charted": self.charted,
-            "dropped_values": self.dropped_values,
-            "dropped_attachments": self.dropped_attachments,
-            "limits": {
-                "max_keys": self.limits.max_keys,
-                "max_charted": self.limits.max_charted,
-                "points": self.limits.points,
-                "max_attachment": self.limits.max_attachment,
+        sources.sort_unstable_by_key(|s| s.source);
+        let update = UpdateOut {
+            now: now_ms(),
+            frames: self.frames,
+            rows: RowsOut {
+                rows: &self.rows,
+                since,
             },
-        }))
+            series: SeriesOut(&series),
+            attachments: AttachmentsOut {
+                attachments: &self.attachments,
+                since,
+            },
+            errors: ErrorsOut {
+                errors: &self.errors,
+                after: cursor.errors,
+            },
+            error_count: self.error_count,
+            sources,
+            other_sources: self.other_sources,
+            targets: &self.targets,
+            types: &self.message_types,
+            tracked: self.rows.len(),
+            charted: self.charted,
+            dropped_values: self.dropped_values,
+            dropped_attachments: self.dropped_attachments,
+            limits: LimitsOut {
+                max_keys: self.limits.max_keys,
+                max_charted: self.limits.max_charted,
+                points: self.limits.points,
+                max_attachment: self.limits.max_attachment,
+            },
+        };
+        cursor.errors = self.error_count;
+        cursor.generation = self.generation;
+        // Only strings, numbers and maps with string keys: cannot fail.
+        serde_json::to_string(&update).ok()
     }
 
     /// Rows tracked.
@@ -724,6 +684,179 @@ impl Cursor {
             self.charts.push((id, sent));
         }
         self.charts_sent = false;
+    }
+}
+
+// What an update is made of, serialized from borrowed state.
+
+#[derive(Serialize)]
+struct UpdateOut<'a> {
+    now: u64,
+    frames: u64,
+    rows: RowsOut<'a>,
+    series: SeriesOut<'a>,
+    attachments: AttachmentsOut<'a>,
+    errors: ErrorsOut<'a>,
+    error_count: u64,
+    sources: Vec<SourceOut>,
+    other_sources: u64,
+    targets: &'a [u32],
+    types: &'a [i32],
+    tracked: usize,
+    charted: usize,
+    dropped_values: u64,
+    dropped_attachments: u64,
+    limits: LimitsOut,
+}
+
+#[derive(Serialize)]
+struct SourceOut {
+    source: u32,
+    frames: u64,
+    rate: u64,
+}
+
+#[derive(Serialize)]
+struct LimitsOut {
+    max_keys: usize,
+    max_charted: usize,
+    points: usize,
+    max_attachment: usize,
+}
+
+/// The rows changed after generation `since`.
+struct RowsOut<'a> {
+    rows: &'a [Row],
+    since: u64,
+}
+
+#[derive(Serialize)]
+struct RowOut<'a> {
+    id: usize,
+    source: u32,
+    device: &'a str,
+    param: &'a str,
+    target: u32,
+    #[serde(rename = "type")]
+    message_type: i32,
+    kind: &'static str,
+    value: &'a Latest,
+    stamp: u64,
+    seen: u64,
+    count: u64,
+    rate: u64,
+    charted: bool,
+    chart_refused: bool,
+}
+
+impl Serialize for RowsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.changed > self.since)
+                .map(|(id, r)| RowOut {
+                    id,
+                    source: r.source,
+                    device: &r.device,
+                    param: &r.param,
+                    target: r.target,
+                    message_type: r.message_type,
+                    kind: r.value.type_name(),
+                    value: &r.value,
+                    stamp: r.stamp,
+                    seen: r.seen,
+                    count: r.count,
+                    rate: r.rate,
+                    charted: r.ring.is_some(),
+                    chart_refused: r.chart_refused,
+                }),
+        )
+    }
+}
+
+/// Row id -> `{reset, t: [...], v: [...]}`; a value that is not finite is
+/// `null` (JSON has no NaN), a gap in the line.
+struct SeriesOut<'a>(&'a [(usize, bool, Vec<(u64, f64)>)]);
+
+impl Serialize for SeriesOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Times<'a>(&'a [(u64, f64)]);
+        impl Serialize for Times<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.iter().map(|p| p.0))
+            }
+        }
+        struct Values<'a>(&'a [(u64, f64)]);
+        impl Serialize for Values<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.iter().map(|p| p.1.is_finite().then_some(p.1)))
+            }
+        }
+        #[derive(Serialize)]
+        struct One<'a> {
+            reset: bool,
+            t: Times<'a>,
+            v: Values<'a>,
+        }
+        s.collect_map(self.0.iter().map(|(id, reset, points)| {
+            (
+                id.to_string(),
+                One {
+                    reset: *reset,
+                    t: Times(points),
+                    v: Values(points),
+                },
+            )
+        }))
+    }
+}
+
+/// The attachments changed after generation `since`.
+struct AttachmentsOut<'a> {
+    attachments: &'a [Attachment],
+    since: u64,
+}
+
+#[derive(Serialize)]
+struct AttachmentOut<'a> {
+    id: usize,
+    source: u32,
+    name: &'a str,
+    len: usize,
+    stamp: u64,
+    served: bool,
+}
+
+impl Serialize for AttachmentsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.attachments
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.changed > self.since)
+                .map(|(id, a)| AttachmentOut {
+                    id,
+                    source: a.source,
+                    name: &a.name,
+                    len: a.len,
+                    stamp: a.stamp,
+                    served: a.data.is_some(),
+                }),
+        )
+    }
+}
+
+/// The errors after number `after`.
+struct ErrorsOut<'a> {
+    errors: &'a VecDeque<InputError>,
+    after: u64,
+}
+
+impl Serialize for ErrorsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.errors.iter().filter(|e| e.seq > self.after))
     }
 }
 
@@ -911,13 +1044,18 @@ mod tests {
             &mut state,
             &frame(1, 100, &[("d", "a", 1.0), ("d", "b", 2.0)]),
         );
-        let first = state.update(&mut cursor).unwrap();
+        let update = |state: &State, cursor: &mut Cursor| {
+            state
+                .update(cursor)
+                .map(|json| serde_json::from_str::<serde_json::Value>(&json).unwrap())
+        };
+        let first = update(&state, &mut cursor).unwrap();
         assert_eq!(first["rows"].as_array().unwrap().len(), 2);
         assert_eq!(first["rows"][1]["value"], 2.0);
-        assert!(state.update(&mut cursor).is_none(), "nothing new");
+        assert!(update(&state, &mut cursor).is_none(), "nothing new");
         ingest(&mut state, &frame(1, 101, &[("d", "b", 3.0)]));
         state.error("127.0.0.1:5", "frame 3 (starts at byte 9): bad");
-        let second = state.update(&mut cursor).unwrap();
+        let second = update(&state, &mut cursor).unwrap();
         let rows = second["rows"].as_array().unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(
@@ -929,12 +1067,12 @@ mod tests {
         // Asking for a chart sends its whole ring, then only what is new
         // (the last point again: its millisecond may have changed).
         cursor.charts(&[1]);
-        let third = state.update(&mut cursor).unwrap();
+        let third = update(&state, &mut cursor).unwrap();
         assert_eq!(third["series"]["1"]["t"], serde_json::json!([100, 101]));
         assert_eq!(third["series"]["1"]["reset"], true);
         assert!(third["errors"].as_array().unwrap().is_empty());
         ingest(&mut state, &frame(1, 102, &[("d", "b", 4.0)]));
-        let fourth = state.update(&mut cursor).unwrap();
+        let fourth = update(&state, &mut cursor).unwrap();
         assert_eq!(fourth["series"]["1"]["t"], serde_json::json!([101, 102]));
         assert_eq!(fourth["series"]["1"]["v"], serde_json::json!([3.0, 4.0]));
         assert_eq!(fourth["series"]["1"]["reset"], false);
@@ -942,7 +1080,7 @@ mod tests {
         let mut f = Frame::new(Header::new(1, 2, 1, 3));
         f.add("d", "big", i64::MAX);
         ingest(&mut state, &f.encode().unwrap());
-        let fifth = state.update(&mut cursor).unwrap();
+        let fifth = update(&state, &mut cursor).unwrap();
         assert_eq!(fifth["rows"][0]["value"], "9223372036854775807");
     }
 }
