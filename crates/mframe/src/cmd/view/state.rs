@@ -778,7 +778,11 @@ impl Serialize for RowsOut<'_> {
 
 /// Row id -> `{reset, t: [...], v: [...]}`; a value that is not finite is
 /// `null` (JSON has no NaN), a gap in the line.
-struct SeriesOut<'a>(&'a [(usize, bool, Vec<(u64, f64)>)]);
+struct SeriesOut<'a>(&'a [NewPoints]);
+
+/// A chart's new points for one client: row id, whether they start over,
+/// the points.
+type NewPoints = (usize, bool, Vec<(u64, f64)>);
 
 impl Serialize for SeriesOut<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
