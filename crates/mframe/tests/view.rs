@@ -446,24 +446,54 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
 
 /// `GET path` on the page's server: the status and the body.
 fn http_get(url: &str, path: &str) -> (u16, Vec<u8>) {
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    http_get_as(url, path, &format!("Host: {addr}\r\n"))
+}
+
+/// `GET path` with these headers (each line ending in CRLF).
+fn http_get_as(url: &str, path: &str, headers: &str) -> (u16, Vec<u8>) {
     use std::io::Read;
     let addr = url.trim_start_matches("http://").trim_end_matches('/');
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(support::WAIT)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    let close = if headers.contains("Connection:") {
+        ""
+    } else {
+        "Connection: close\r\n"
+    };
+    write!(s, "GET {path} HTTP/1.1\r\n{headers}{close}\r\n").unwrap();
+    // Read up to the end of the head, then the body by its length: a
+    // refused upgrade keeps the connection open.
     let mut response = Vec::new();
-    s.read_to_end(&mut response).unwrap();
-    let end = response
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a whole response");
-    let head = String::from_utf8_lossy(&response[..end]).into_owned();
+    let mut chunk = [0u8; 8192];
+    let end = loop {
+        if let Some(end) = response.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "the connection closed inside the response's head");
+        response.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&response[..end]).to_ascii_lowercase();
     let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, response[end + 4..].to_vec())
+    let length: Option<usize> = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap());
+    let mut body = response[end + 4..].to_vec();
+    match length {
+        Some(length) => {
+            while body.len() < length {
+                let n = s.read(&mut chunk).unwrap();
+                assert!(n > 0, "the connection closed inside the body");
+                body.extend_from_slice(&chunk[..n]);
+            }
+        }
+        None => {
+            s.read_to_end(&mut body).unwrap();
+        }
+    }
+    (status, body)
 }
 
 /// `/api/state` until `done` says so (bounded by [`STEP`]).
@@ -607,5 +637,15 @@ fn a_file_is_replayed_by_header_time_and_its_broken_tail_is_an_error() {
     let (status, script) = http_get(&url, "/assets/uPlot.iife.min.js");
     assert_eq!(status, 200);
     assert!(script.len() > 40_000);
+    // Another site's page (or a DNS name rebound to 127.0.0.1) gets nothing.
+    let port = url.trim_end_matches('/').rsplit(':').next().unwrap();
+    let rebound = format!("Host: evil.example:{port}\r\n");
+    assert_eq!(http_get_as(&url, "/api/state", &rebound).0, 403);
+    let cross = format!("Host: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n");
+    assert_eq!(http_get_as(&url, "/api/state", &cross).0, 403);
+    let upgrade = format!(
+        "{cross}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    );
+    assert_eq!(http_get_as(&url, "/ws", &upgrade).0, 403);
     viewer.signal("TERM");
 }

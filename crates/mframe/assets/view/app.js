@@ -105,7 +105,10 @@
     choices("#filter-target", u.targets);
     choices("#filter-type", u.types);
     if (tableDirty) renderTable();
-    else for (const id of changed) refreshRow(id);
+    else {
+      const f = currentFilter();
+      for (const id of changed) refreshRow(id, f);
+    }
     for (const n of dirtyCharts) drawChart(view.charts[n]);
     renderSources(u);
     renderAttachments(u.attachments);
@@ -127,16 +130,22 @@
 
   // ---- the table ---------------------------------------------------------
 
-  function passes(r) {
-    const src = $("#filter-source").value;
-    const tgt = $("#filter-target").value;
-    const typ = $("#filter-type").value;
-    const text = $("#filter-text").value.trim().toLowerCase();
+  // The filters as set now (read once per table render, not per row).
+  function currentFilter() {
+    return {
+      src: $("#filter-source").value,
+      tgt: $("#filter-target").value,
+      typ: $("#filter-type").value,
+      text: $("#filter-text").value.trim().toLowerCase(),
+    };
+  }
+
+  function passes(r, f = currentFilter()) {
     return (
-      (src === "" || String(r.source) === src) &&
-      (tgt === "" || String(r.target) === tgt) &&
-      (typ === "" || String(r.type) === typ) &&
-      (text === "" || `${r.device}/${r.param}`.toLowerCase().includes(text))
+      (f.src === "" || String(r.source) === f.src) &&
+      (f.tgt === "" || String(r.target) === f.tgt) &&
+      (f.typ === "" || String(r.type) === f.typ) &&
+      (f.text === "" || `${r.device}/${r.param}`.toLowerCase().includes(f.text))
     );
   }
 
@@ -146,8 +155,9 @@
     body.textContent = "";
     trOf.clear();
     let matching = 0;
+    const f = currentFilter();
     for (const r of view.rows.values()) {
-      if (!passes(r)) continue;
+      if (!passes(r, f)) continue;
       matching++;
       if (matching > MAX_SHOWN) continue;
       const tr = document.createElement("tr");
@@ -182,11 +192,11 @@
     return Math.round(ms / 3600000) + " h";
   }
 
-  function refreshRow(id) {
+  function refreshRow(id, f = currentFilter()) {
     const tr = trOf.get(id);
     const r = view.rows.get(id);
     if (!tr || !r) return;
-    if (!passes(r)) {
+    if (!passes(r, f)) {
       tableDirty = true; // its target or type changed
       return;
     }

@@ -10,6 +10,9 @@
 //!   no larger than `--max-attachment`;
 //! - `GET /api/state`: everything the page would get first, as JSON (for
 //!   scripts and tests).
+//!
+//! The WebSocket and the API answer only requests whose `Host` and
+//! `Origin` name the loopback interface ([`local`]).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -17,7 +20,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State as Shared};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -87,7 +90,40 @@ pub(crate) async fn serve(
         .await
 }
 
-async fn snapshot(Shared(state): Shared<Db>) -> Response {
+/// Whether a request comes from a page of this server: its `Host` (and
+/// `Origin`, when there is one) names the loopback interface. Another web
+/// site open in the same browser could otherwise read the telemetry: a
+/// WebSocket is not bound by the same-origin policy, and a DNS name
+/// rebound to 127.0.0.1 passes the browser's checks, but not this one.
+fn local(headers: &HeaderMap) -> bool {
+    fn loopback(host_port: &str) -> bool {
+        let host = match host_port.rsplit_once(':') {
+            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+            _ => host_port,
+        };
+        matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+    }
+    let text = |name| headers.get(name).map(|v| v.to_str().unwrap_or(""));
+    let host_ok = text(header::HOST).is_some_and(loopback);
+    let origin_ok = match text(header::ORIGIN) {
+        None => true,
+        Some(origin) => origin.strip_prefix("http://").is_some_and(loopback),
+    };
+    host_ok && origin_ok
+}
+
+fn forbidden() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "mframe view answers pages it served itself (Host and Origin must be 127.0.0.1 or localhost)",
+    )
+        .into_response()
+}
+
+async fn snapshot(headers: HeaderMap, Shared(state): Shared<Db>) -> Response {
+    if !local(&headers) {
+        return forbidden();
+    }
     let mut cursor = Cursor::default();
     let mut state = lock(&state);
     state.tick();
@@ -100,7 +136,14 @@ struct AttachmentQuery {
     id: usize,
 }
 
-async fn attachment(Shared(state): Shared<Db>, Query(q): Query<AttachmentQuery>) -> Response {
+async fn attachment(
+    headers: HeaderMap,
+    Shared(state): Shared<Db>,
+    Query(q): Query<AttachmentQuery>,
+) -> Response {
+    if !local(&headers) {
+        return forbidden();
+    }
     let found = lock(&state).attachment(q.id);
     match found {
         Ok((_, data)) => {
@@ -110,7 +153,14 @@ async fn attachment(Shared(state): Shared<Db>, Query(q): Query<AttachmentQuery>)
     }
 }
 
-async fn websocket(ws: WebSocketUpgrade, Shared(state): Shared<Db>) -> Response {
+async fn websocket(
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+    Shared(state): Shared<Db>,
+) -> Response {
+    if !local(&headers) {
+        return forbidden();
+    }
     ws.on_upgrade(move |socket| client(socket, state))
 }
 
@@ -248,6 +298,37 @@ mod tests {
         assert_eq!(last["frames"], 20_000);
         let points = last["series"]["0"]["v"].as_array().unwrap();
         assert_eq!(points.last().unwrap(), 19_999.0);
+    }
+
+    #[test]
+    fn only_pages_of_this_server_are_answered() {
+        let headers = |pairs: &[(header::HeaderName, &str)]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in pairs {
+                map.insert(name, value.parse().unwrap());
+            }
+            map
+        };
+        assert!(local(&headers(&[(header::HOST, "127.0.0.1:8080")])));
+        assert!(local(&headers(&[(header::HOST, "localhost")])));
+        assert!(local(&headers(&[
+            (header::HOST, "[::1]:80"),
+            (header::ORIGIN, "http://localhost:80")
+        ])));
+        assert!(!local(&headers(&[])), "no Host");
+        assert!(!local(&headers(&[(header::HOST, "evil.example:8080")])));
+        assert!(!local(&headers(&[(
+            header::HOST,
+            "127.0.0.1.evil.example"
+        )])));
+        assert!(!local(&headers(&[
+            (header::HOST, "127.0.0.1:8080"),
+            (header::ORIGIN, "http://evil.example")
+        ])));
+        assert!(!local(&headers(&[
+            (header::HOST, "127.0.0.1:8080"),
+            (header::ORIGIN, "null")
+        ])));
     }
 
     #[test]

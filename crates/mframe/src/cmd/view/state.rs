@@ -520,7 +520,8 @@ impl State {
     /// asked for, and the totals. `None` when nothing changed. Serialized
     /// from borrowed fields, straight into the string sent.
     pub(crate) fn update(&self, cursor: &mut Cursor) -> Option<String> {
-        if cursor.generation == self.generation && cursor.charts_sent {
+        // The first update goes out even when empty: it carries the limits.
+        if cursor.started && cursor.generation == self.generation && cursor.charts_sent {
             return None;
         }
         let since = cursor.generation;
@@ -549,9 +550,10 @@ impl State {
         }
         cursor.charts_sent = true;
         let changed = since != self.generation;
-        if !changed && series.is_empty() {
+        if cursor.started && !changed && series.is_empty() {
             return None;
         }
+        cursor.started = true;
         let mut sources: Vec<SourceOut> = self
             .sources
             .iter()
@@ -650,6 +652,8 @@ fn remember<T: Ord + Copy>(list: &mut Vec<T>, x: T) {
 /// What one client has been sent: where its next update starts.
 #[derive(Debug, Default)]
 pub(crate) struct Cursor {
+    /// Whether it has had an update.
+    started: bool,
     generation: u64,
     errors: u64,
     /// The charted rows it asked for, and what it has of each.
@@ -1043,7 +1047,11 @@ mod tests {
     fn an_update_carries_what_changed_since_the_clients_last() {
         let mut state = State::new(limits(10, 10, 100));
         let mut cursor = Cursor::default();
-        assert!(state.update(&mut cursor).is_none(), "nothing yet");
+        let empty: serde_json::Value =
+            serde_json::from_str(&state.update(&mut cursor).expect("a first update")).unwrap();
+        assert_eq!(empty["limits"]["points"], 100);
+        assert!(empty["rows"].as_array().unwrap().is_empty());
+        assert!(state.update(&mut cursor).is_none(), "nothing since");
         ingest(
             &mut state,
             &frame(1, 100, &[("d", "a", 1.0), ("d", "b", 2.0)]),
