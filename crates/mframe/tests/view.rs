@@ -432,11 +432,12 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
         .expect("a screenshot");
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
 
+    // SIGTERM stops the viewer while the page is still connected.
+    viewer.signal("TERM");
+    assert!(viewer.wait().success(), "{}", viewer.stderr_text());
     browser.close().await.ok();
     events.abort();
     drop(chromium);
-    viewer.signal("TERM");
-    assert!(viewer.wait().success(), "{}", viewer.stderr_text());
     let log = viewer.stderr_text();
     assert!(
         log.contains(&format!("view: {bad_peer}: frame 0 (starts at byte 0)")),
@@ -648,4 +649,16 @@ fn a_file_is_replayed_by_header_time_and_its_broken_tail_is_an_error() {
     );
     assert_eq!(http_get_as(&url, "/ws", &upgrade).0, 403);
     viewer.signal("TERM");
+}
+
+#[test]
+fn the_viewer_of_an_open_pipe_stops_on_sigterm() {
+    let mut viewer = Proc::spawn(&["view", "-", "--port", "0"]);
+    let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
+    viewer.write_stdin(&std::fs::read(interop_dir().join("basic.mfb")).unwrap());
+    state_until(&url, "the frame from the pipe", |s| s["frames"] == 1);
+    // The pipe stays open: the reading thread is blocked in read(2).
+    viewer.signal("TERM");
+    assert!(viewer.wait().success(), "{}", viewer.stderr_text());
+    assert!(viewer.stderr_text().contains("view: stopped"));
 }

@@ -128,7 +128,7 @@ pub(crate) fn run(args: &ViewArgs) -> Result<(), Failure> {
     };
     let state = Arc::new(Mutex::new(State::new(limits)));
     let rt = super::runtime()?;
-    rt.block_on(async {
+    let result = rt.block_on(async {
         // The page first: its URL is printed before any input is waited for.
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
             .await
@@ -146,7 +146,11 @@ pub(crate) fn run(args: &ViewArgs) -> Result<(), Failure> {
         let served = server::serve(listener, state, super::shutdown_signal()).await;
         input.abort();
         served.map_err(|e| Failure::Bad(format!("the page's server failed: {e}")))
-    })
+    });
+    // The pages' connections and the inputs' tasks end here, at once.
+    rt.shutdown_background();
+    status("view: stopped");
+    result
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! The WebSocket and the API answer only requests whose `Host` and
 //! `Origin` name the loopback interface ([`local`]).
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -79,15 +79,18 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
-/// Serves the page until `shutdown` completes.
+/// Serves the page until `shutdown` completes. Not a graceful shutdown:
+/// an open page's WebSocket never ends by itself, and would keep the
+/// viewer running; its connection is dropped with the runtime.
 pub(crate) async fn serve(
     listener: TcpListener,
     state: Db,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    tokio::select! {
+        served = axum::serve(listener, router(state)).into_future() => served,
+        () = shutdown => Ok(()),
+    }
 }
 
 /// Whether a request comes from a page of this server: its `Host` (and

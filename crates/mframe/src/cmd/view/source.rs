@@ -57,7 +57,8 @@ impl Feed {
 }
 
 /// Starts reading `origin` in the background; what is returned stops it
-/// when aborted (a file is read by a thread, which ends with the process).
+/// when aborted (a file is read by a thread of its own, which ends with the
+/// process).
 pub(crate) async fn start(
     origin: Origin,
     args: &ViewArgs,
@@ -97,10 +98,10 @@ pub(crate) async fn start(
             // Opened here, so that a missing file is an error of the
             // command, not a line on the page.
             drop(input.open()?);
-            let done = tokio::task::spawn_blocking(move || replay(&input, speed, &feed));
-            tokio::spawn(async move {
-                let _ = done.await;
-            })
+            // A thread of its own, not the runtime's blocking pool: the
+            // runtime's end waits for those, and a pipe may never end.
+            std::thread::spawn(move || replay(&input, speed, &feed));
+            tokio::spawn(async {})
         }
     })
 }
