@@ -1,5 +1,7 @@
 //! Test support for the messageframe workspace: real `nats-server`
-//! processes on loopback, started and stopped by the tests themselves.
+//! processes on loopback, started and stopped by the tests themselves, and
+//! a real headless `chromium` ([`Chromium`]) for the browser tests of
+//! `mframe view`.
 //!
 //! Never a mock: every server is the `nats-server` binary from `PATH` (or
 //! from the `NATS_SERVER` environment variable), installed from Debian by
@@ -36,6 +38,9 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+mod chromium;
+pub use chromium::Chromium;
 
 /// How long a server may take to say it is ready.
 const START_TIMEOUT: Duration = Duration::from_secs(20);

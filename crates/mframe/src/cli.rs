@@ -110,6 +110,8 @@ enum Command {
     Record(cmd::record::RecordArgs),
     /// Play recorded frames back, from a JetStream stream or a file, to stdout, a file or NATS.
     Replay(cmd::replay::ReplayArgs),
+    /// Serve a live web page of every parameter, from TCP producers, NATS or a file.
+    View(cmd::view::ViewArgs),
 }
 
 /// `mframe`'s `main`.
@@ -179,6 +181,10 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Replay(args) => {
             drop(out);
             return cmd::replay::run(&args);
+        }
+        Command::View(args) => {
+            drop(out);
+            return cmd::view::run(&args);
         }
     }
     out.flush()?;

@@ -2,6 +2,7 @@
 //! the relay in process. The NATS commands (`pub` in `publish`, `sub` in
 //! `subscribe`, `record`, `replay`) share `nats` (URLs, prefix, filters,
 //! connecting) and `sink` (where frames go: dump's JSON, a file, NATS).
+//! `view` serves a live web page of every parameter (its own directory).
 
 pub(crate) mod dump;
 pub(crate) mod encode;
@@ -16,6 +17,7 @@ pub(crate) mod send;
 pub(crate) mod sink;
 pub(crate) mod subscribe;
 pub(crate) mod validate;
+pub(crate) mod view;
 
 /// Shutdown on Ctrl-C (SIGINT) or SIGTERM, for the long-running commands.
 pub(crate) async fn shutdown_signal() {

@@ -1,0 +1,664 @@
+//! `mframe view` in a real browser: Debian's chromium, headless, driven over
+//! CDP (chromiumoxide), against a real `mframe view` process fed over TCP
+//! on loopback. One browser and one viewer for every check (a launch costs
+//! seconds); each check is a step of the one test, bounded in time.
+//!
+//! The page is read through its DOM (the table's cells, the error rows)
+//! and through `window.mframeView`, the script's own state (the charts'
+//! uPlot data, the count of updates received).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::page::ScreenshotParams;
+use chromiumoxide::{Browser, Page};
+use futures_util::StreamExt;
+use messageframe::{Frame, Header};
+use messageframe_testkit::Chromium;
+use serde_json::Value;
+use support::Proc;
+
+/// The longest one step may wait for the page.
+const STEP: Duration = Duration::from_secs(30);
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../messageframe/tests/data/interop")
+}
+
+/// Every golden frame (bytes and description), sorted by name.
+fn golden() -> Vec<(Vec<u8>, Value)> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(interop_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mfb"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 11, "every interop frame is found");
+    names
+        .iter()
+        .map(|p| {
+            let json = std::fs::read_to_string(p.with_extension("json")).unwrap();
+            (
+                std::fs::read(p).unwrap(),
+                serde_json::from_str(&json).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// What a row of the table must show: its type and its value.
+#[derive(Debug, Clone, PartialEq)]
+enum Expected {
+    Int(i64),
+    Double(f64),
+    String(String),
+    Bool(bool),
+}
+
+/// The rows the golden frames make, by `source/device/param`; a later
+/// frame's value replaces an earlier one's.
+fn expected_rows(frames: &[(Vec<u8>, Value)]) -> BTreeMap<String, Expected> {
+    let mut rows = BTreeMap::new();
+    for (_, json) in frames {
+        let source = json["header"]["source"].as_u64().unwrap();
+        for p in json["parameters"].as_array().unwrap() {
+            let key = format!(
+                "{source}/{}/{}",
+                p["device"].as_str().unwrap(),
+                p["param"].as_str().unwrap()
+            );
+            let v = &p["value"];
+            let expected = match p["type"].as_str().unwrap() {
+                "int64" => Expected::Int(v.as_i64().unwrap()),
+                "double" => Expected::Double(match v.as_str() {
+                    Some("NaN") => f64::NAN,
+                    Some("Infinity") => f64::INFINITY,
+                    Some("-Infinity") => f64::NEG_INFINITY,
+                    _ => v.as_f64().unwrap(),
+                }),
+                "string" => {
+                    // The viewer keeps the first 256 bytes of a string.
+                    let s = v.as_str().unwrap();
+                    let mut end = s.len().min(256);
+                    while !s.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    Expected::String(s[..end].to_owned())
+                }
+                "bool" => Expected::Bool(v.as_bool().unwrap()),
+                other => panic!("type {other}"),
+            };
+            rows.insert(key, expected);
+        }
+    }
+    rows
+}
+
+/// Whether a cell shows `expected`, with the type name the table gives it.
+fn shows(kind: &str, value: &str, expected: &Expected) -> bool {
+    match expected {
+        Expected::Int(i) => kind == "int" && value.parse::<i64>() == Ok(*i),
+        Expected::Double(d) => {
+            kind == "double"
+                && match value {
+                    "NaN" => d.is_nan(),
+                    "Infinity" => *d == f64::INFINITY,
+                    "-Infinity" => *d == f64::NEG_INFINITY,
+                    // The page prints JavaScript's shortest round trip.
+                    text => text.parse::<f64>() == Ok(*d),
+                }
+        }
+        Expected::String(s) => kind == "string" && value == s,
+        Expected::Bool(b) => kind == "bool" && value == b.to_string(),
+    }
+}
+
+async fn eval(page: &Page, js: &str) -> Value {
+    page.evaluate(js)
+        .await
+        .unwrap_or_else(|e| panic!("evaluating {js}: {e}"))
+        .into_value()
+        .unwrap_or(Value::Null)
+}
+
+/// Evaluates `js` until it gives something other than null or false;
+/// panics with `what` after [`STEP`].
+async fn until(page: &Page, what: &str, js: &str) -> Value {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let v = eval(page, js).await;
+        if !matches!(v, Value::Null | Value::Bool(false)) {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the page never showed {what} ({js})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The table rows in the DOM: key -> (type cell, value cell).
+async fn table(page: &Page) -> BTreeMap<String, (String, String)> {
+    let rows = eval(
+        page,
+        r#"[...document.querySelectorAll('#rows tbody tr')].map(tr =>
+             [tr.dataset.key, tr.querySelector('td.kind').textContent, tr.querySelector('td.value').textContent])"#,
+    )
+    .await;
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |i: usize| r[i].as_str().unwrap().to_owned();
+            (s(0), (s(1), s(2)))
+        })
+        .collect()
+}
+
+/// Sets a filter control and lets the page redraw its table.
+async fn filter(page: &Page, id: &str, value: &str) {
+    let event = if id == "filter-text" {
+        "input"
+    } else {
+        "change"
+    };
+    eval(
+        page,
+        &format!(
+            "(() => {{ const el = document.getElementById('{id}'); el.value = {}; \
+             el.dispatchEvent(new Event('{event}')); return true; }})()",
+            serde_json::to_string(value).unwrap()
+        ),
+    )
+    .await;
+}
+
+fn live_frame(seq: u64, x: f64) -> Vec<u8> {
+    let mut header = Header::new(5, 9, 77, 1);
+    header.set_timestamp(1_800_000_000_000 + seq * 10);
+    header.set_counter(seq);
+    let mut f = Frame::new(header);
+    f.add("live", "x", x);
+    f.add("live", "y", (seq * 2) as i64);
+    f.add("live", "label", "running");
+    f.encode().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
+    let mut viewer = Proc::spawn(&["view", "127.0.0.1:0", "--port", "0", "--max-charted", "600"]);
+    let frames_addr = viewer.listening_on();
+    let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+
+    let chromium = Chromium::start();
+    let (mut browser, mut handler) = Browser::connect(chromium.ws_url())
+        .await
+        .expect("CDP connects");
+    // chromiumoxide may not know every event a newer chromium sends: those
+    // errors concern nobody here.
+    let events = tokio::spawn(async move { while handler.next().await.is_some() {} });
+    let page = browser
+        .new_page(url.as_str())
+        .await
+        .expect("the page opens");
+    until(
+        &page,
+        "a live connection",
+        "document.getElementById('conn').textContent === 'live'",
+    )
+    .await;
+
+    // 1. The golden frames, over one TCP connection: every parameter is
+    // listed with its value and type.
+    let frames = golden();
+    let expected = expected_rows(&frames);
+    let mut producer = TcpStream::connect(&frames_addr).unwrap();
+    for (bytes, _) in &frames {
+        producer.write_all(bytes).unwrap();
+    }
+    producer.flush().unwrap();
+    until(
+        &page,
+        "every golden row",
+        &format!("window.mframeView.rows.size === {}", expected.len()),
+    )
+    .await;
+    // More than the table shows at once (500): one source at a time, which
+    // is the source filter at work too.
+    let mut sources: Vec<&str> = expected
+        .keys()
+        .map(|k| k.split('/').next().unwrap())
+        .collect();
+    sources.dedup();
+    sources.sort_unstable();
+    sources.dedup();
+    let mut seen = 0;
+    for source in &sources {
+        filter(&page, "filter-source", source).await;
+        let shown = table(&page).await;
+        let wanted: Vec<&String> = expected
+            .keys()
+            .filter(|k| k.starts_with(&format!("{source}/")))
+            .collect();
+        assert_eq!(shown.len(), wanted.len(), "rows of source {source}");
+        for key in wanted {
+            let (kind, value) = shown.get(key).unwrap_or_else(|| panic!("no row {key}"));
+            assert!(
+                shows(kind, value, &expected[key]),
+                "{key}: shows {kind} {value:?}, expected {:?}",
+                expected[key]
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, expected.len());
+    filter(&page, "filter-source", "").await;
+
+    // 2. Filters: the key text, the target, the message type, combined.
+    filter(&page, "filter-text", "SDR_2").await;
+    let shown: Vec<String> = table(&page).await.into_keys().collect();
+    assert_eq!(shown, ["10/sdr_2/center_freq", "10/sdr_2/rx_gain"]);
+    filter(&page, "filter-text", "").await;
+    filter(&page, "filter-target", "99").await;
+    let shown: Vec<String> = table(&page).await.into_keys().collect();
+    assert_eq!(
+        shown,
+        ["50/device_core/fw_version", "50/sensor_alpha/voltage"]
+    );
+    filter(&page, "filter-target", "").await;
+    filter(&page, "filter-type", "2").await;
+    assert_eq!(table(&page).await.len(), 6, "the sdr frame's parameters");
+    filter(&page, "filter-text", "gain").await;
+    let shown: Vec<String> = table(&page).await.into_keys().collect();
+    assert_eq!(shown, ["10/sdr_1/tx_gain", "10/sdr_2/rx_gain"]);
+    filter(&page, "filter-type", "").await;
+    filter(&page, "filter-text", "live/").await;
+
+    // 3. Charts: live frames; click x, then y into the same chart; the chart
+    // grows as frames come, with the values sent.
+    let mut live = TcpStream::connect(&frames_addr).unwrap();
+    for seq in 0..20 {
+        live.write_all(&live_frame(seq, seq as f64 * 0.5)).unwrap();
+    }
+    until(
+        &page,
+        "the live rows",
+        "document.querySelectorAll('#rows tbody tr').length === 3",
+    )
+    .await;
+    let click = |key: &str| {
+        format!("(() => {{ const tr = document.querySelector('#rows tr[data-key=\"{key}\"]'); if (!tr) return false; tr.click(); return true; }})()")
+    };
+    assert_eq!(eval(&page, &click("77/live/x")).await, true);
+    assert_eq!(eval(&page, &click("77/live/y")).await, true);
+    assert_eq!(
+        eval(&page, &click("77/live/label")).await,
+        true,
+        "a string row is listed"
+    );
+    assert_eq!(eval(&page, "window.mframeView.charts.length").await, 1);
+    assert_eq!(
+        eval(&page, "window.mframeView.charts[0].ids.length").await,
+        2,
+        "a string is not charted"
+    );
+    until(
+        &page,
+        "20 points of x and y",
+        "(() => { const p = window.mframeView.charts[0].plot; return p && p.data[0].length === 20 && p.series.length === 3; })()",
+    )
+    .await;
+    for seq in 20..50 {
+        live.write_all(&live_frame(seq, seq as f64 * 0.5)).unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let last = until(
+        &page,
+        "the chart updated with the new frames",
+        "(() => { const d = window.mframeView.charts[0].plot.data; \
+           return d[0].length === 50 ? [d[0][49], d[1][49], d[2][49]] : null; })()",
+    )
+    .await;
+    assert_eq!(last, serde_json::json!([1_800_000_000.49, 24.5, 98]));
+
+    // 4. A malformed frame on another connection: an error row naming the
+    // connection; the viewer goes on.
+    let mut bad = TcpStream::connect(&frames_addr).unwrap();
+    let bad_peer = bad.local_addr().unwrap().to_string();
+    // A frame whose header is a string: the framing fails at byte 1.
+    bad.write_all(&[0x93, 0xa3, b'b', b'a', b'd', 0x80, 0x90])
+        .unwrap();
+    bad.flush().unwrap();
+    let error = until(
+        &page,
+        "an error row",
+        "(() => { const tr = document.querySelector('#errors tbody tr'); \
+           return tr ? [tr.children[1].textContent, tr.children[2].textContent] : null; })()",
+    )
+    .await;
+    assert_eq!(error[0], bad_peer.as_str());
+    assert!(
+        error[1]
+            .as_str()
+            .unwrap()
+            .contains("frame 0 (starts at byte 0)"),
+        "{error}"
+    );
+    assert_eq!(
+        eval(&page, "document.getElementById('error-count').textContent").await,
+        "1"
+    );
+    live.write_all(&live_frame(50, 100.0)).unwrap();
+    until(
+        &page,
+        "a frame after the error",
+        "window.mframeView.rows.get([...window.mframeView.rows.values()].find(r => r.param === 'x').id).count === 51",
+    )
+    .await;
+
+    // 5. Frames as fast as one connection takes them, for about a second:
+    // the page still gets at most 20 updates a second.
+    let before = eval(&page, "window.mframeView.updates")
+        .await
+        .as_u64()
+        .unwrap();
+    let started = Instant::now();
+    let mut seq = 51;
+    while started.elapsed() < Duration::from_millis(1_000) {
+        let batch: Vec<u8> = (seq..seq + 200)
+            .flat_map(|s| live_frame(s, s as f64))
+            .collect();
+        live.write_all(&batch).unwrap();
+        seq += 200;
+    }
+    let elapsed = started.elapsed();
+    let after = eval(&page, "window.mframeView.updates")
+        .await
+        .as_u64()
+        .unwrap();
+    let updates = after - before;
+    assert!(
+        updates as f64 <= elapsed.as_secs_f64() * 20.0 + 2.0,
+        "{updates} updates in {elapsed:?}"
+    );
+    assert!(
+        updates >= 5,
+        "only {updates} updates in {elapsed:?} while {} frames came",
+        seq - 51
+    );
+
+    // 6. The attachment of the sdr frame, drawn as a spectrum of f32 and as
+    // a waveform of i16 samples (fetched from the server).
+    filter(&page, "filter-text", "").await;
+    let draw = |sample: &str, mode: &str| {
+        format!(
+            "(() => {{ const tr = document.querySelector('#attachments tr[data-name=\"raw_iq\"]'); \
+               if (!tr) return false; tr.querySelector('select').value = '{sample}'; \
+               tr.querySelector('button[data-mode=\"{mode}\"]').click(); return true; }})()"
+        )
+    };
+    until(&page, "the attachment listed", &draw("i16", "wave")).await;
+    until(
+        &page,
+        "the waveform",
+        "document.getElementById('attachment-plot').dataset.drawn === 'raw_iq:i16:wave:2048'",
+    )
+    .await;
+    assert_eq!(eval(&page, &draw("f32", "spectrum")).await, true);
+    until(
+        &page,
+        "the spectrum",
+        "document.getElementById('attachment-plot').dataset.drawn === 'raw_iq:f32:spectrum:512'",
+    )
+    .await;
+    let size = eval(
+        &page,
+        "document.querySelector('#attachments tr[data-name=\"raw_iq\"]').children[2].textContent",
+    )
+    .await;
+    assert_eq!(size, "4096");
+
+    // 7. A screenshot, to look at.
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../view-screenshot.png");
+    page.save_screenshot(ScreenshotParams::builder().full_page(true).build(), &shot)
+        .await
+        .expect("a screenshot");
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+
+    // SIGTERM stops the viewer while the page is still connected.
+    viewer.signal("TERM");
+    assert!(viewer.wait().success(), "{}", viewer.stderr_text());
+    browser.close().await.ok();
+    events.abort();
+    drop(chromium);
+    let log = viewer.stderr_text();
+    assert!(
+        log.contains(&format!("view: {bad_peer}: frame 0 (starts at byte 0)")),
+        "{log}"
+    );
+}
+
+/// `GET path` on the page's server: the status and the body.
+fn http_get(url: &str, path: &str) -> (u16, Vec<u8>) {
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    http_get_as(url, path, &format!("Host: {addr}\r\n"))
+}
+
+/// `GET path` with these headers (each line ending in CRLF).
+fn http_get_as(url: &str, path: &str, headers: &str) -> (u16, Vec<u8>) {
+    use std::io::Read;
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(support::WAIT)).unwrap();
+    let close = if headers.contains("Connection:") {
+        ""
+    } else {
+        "Connection: close\r\n"
+    };
+    write!(s, "GET {path} HTTP/1.1\r\n{headers}{close}\r\n").unwrap();
+    // Read up to the end of the head, then the body by its length: a
+    // refused upgrade keeps the connection open.
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let end = loop {
+        if let Some(end) = response.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "the connection closed inside the response's head");
+        response.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&response[..end]).to_ascii_lowercase();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let length: Option<usize> = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap());
+    let mut body = response[end + 4..].to_vec();
+    match length {
+        Some(length) => {
+            while body.len() < length {
+                let n = s.read(&mut chunk).unwrap();
+                assert!(n > 0, "the connection closed inside the body");
+                body.extend_from_slice(&chunk[..n]);
+            }
+        }
+        None => {
+            s.read_to_end(&mut body).unwrap();
+        }
+    }
+    (status, body)
+}
+
+/// `/api/state` until `done` says so (bounded by [`STEP`]).
+fn state_until(url: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let (status, body) = http_get(url, "/api/state");
+        assert_eq!(status, 200);
+        let state: Value = serde_json::from_slice(&body).unwrap();
+        if done(&state) {
+            return state;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {state}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn row<'a>(state: &'a Value, device: &str, param: &str) -> &'a Value {
+    state["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["device"] == device && r["param"] == param)
+        .unwrap_or_else(|| panic!("no row {device}/{param} in {state}"))
+}
+
+#[test]
+fn the_viewer_subscribes_to_nats_filters_and_shows_bad_payloads() {
+    use messageframe_nats::async_nats;
+    use messageframe_testkit::{NatsServer, ServerOptions};
+
+    let server = NatsServer::start(ServerOptions::new());
+    let nats_url = server.url();
+    let viewer = Proc::spawn(&[
+        "view", &nats_url, "--prefix", "v", "--source", "10", "--port", "0",
+    ]);
+    viewer.stderr_line("view: subscribed to `v.*.*.10`");
+    let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
+    let read = |name: &str| std::fs::read(interop_dir().join(format!("{name}.mfb"))).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = async_nats::connect(&nats_url).await.unwrap();
+        // Another source: the server does not send it.
+        client
+            .publish("v.99.1.50", read("basic").into())
+            .await
+            .unwrap();
+        client
+            .publish("v.20.2.10", b"not a frame".to_vec().into())
+            .await
+            .unwrap();
+        client
+            .publish("v.20.2.10", read("sdr").into())
+            .await
+            .unwrap();
+        client.flush().await.unwrap();
+    });
+    let state = state_until(&url, "the sdr frame and the error", |s| {
+        s["frames"] == 1 && s["error_count"] == 1
+    });
+    assert_eq!(state["rows"].as_array().unwrap().len(), 6, "{state}");
+    assert_eq!(row(&state, "sdr_2", "center_freq")["value"], 433_000_000.0);
+    assert_eq!(row(&state, "core", "firmware")["value"], "v1.3.5");
+    let error = &state["errors"][0];
+    assert!(
+        error["message"].as_str().unwrap().contains("v.20.2.10"),
+        "{error}"
+    );
+    assert_eq!(state["attachments"][0]["name"], "raw_iq");
+    let (status, data) = http_get(&url, "/api/attachment?id=0");
+    assert_eq!(status, 200);
+    let sdr = read("sdr");
+    assert!(
+        sdr.windows(data.len()).any(|w| w == data),
+        "the attachment's bytes, as sent"
+    );
+    assert_eq!(data.len(), 4096);
+    assert_eq!(http_get(&url, "/api/attachment?id=1").0, 404);
+    viewer.signal("TERM");
+}
+
+#[test]
+fn a_file_is_replayed_by_header_time_and_its_broken_tail_is_an_error() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mframe-view-file");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("paced.mfb");
+    let mut bytes = Vec::new();
+    // Three frames 1 s apart in header time, eight parameters each.
+    for i in 0..3u64 {
+        let mut header = Header::new(1, 2, 4, 5);
+        header.set_timestamp(1_700_000_000_000 + i * 1_000);
+        let mut f = Frame::new(header);
+        for k in 0..8 {
+            f.add("dev", &format!("p{k}"), (i * 10 + k) as i64);
+        }
+        bytes.extend(f.encode().unwrap());
+    }
+    // Then a frame cut short.
+    bytes.extend(&[0x93, 0x98, 0x01]);
+    std::fs::write(&path, &bytes).unwrap();
+    let started = Instant::now();
+    let viewer = Proc::spawn(&[
+        "view",
+        path.to_str().unwrap(),
+        "--speed",
+        "2",
+        "--max-keys",
+        "5",
+        "--port",
+        "0",
+    ]);
+    let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
+    let state = state_until(&url, "the whole file", |s| {
+        s["frames"] == 3 && s["error_count"] == 1
+    });
+    // 2 s of header time at twice the speed.
+    assert!(
+        started.elapsed() >= Duration::from_millis(1_000),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(state["tracked"], 5);
+    assert_eq!(state["dropped_values"], 9, "3 of 8 keys, 3 frames");
+    assert_eq!(row(&state, "dev", "p4")["value"], 24);
+    assert_eq!(row(&state, "dev", "p4")["count"], 3);
+    let message = state["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("frame 3 (starts at byte"), "{message}");
+    assert!(
+        message.ends_with("the rest of the input is not read"),
+        "{message}"
+    );
+    viewer.stderr_line("view: ");
+    // The page stays.
+    let (status, page) = http_get(&url, "/");
+    assert_eq!(status, 200);
+    assert!(String::from_utf8(page).unwrap().contains("mframe view"));
+    let (status, script) = http_get(&url, "/assets/uPlot.iife.min.js");
+    assert_eq!(status, 200);
+    assert!(script.len() > 40_000);
+    // Another site's page (or a DNS name rebound to 127.0.0.1) gets nothing.
+    let port = url.trim_end_matches('/').rsplit(':').next().unwrap();
+    let rebound = format!("Host: evil.example:{port}\r\n");
+    assert_eq!(http_get_as(&url, "/api/state", &rebound).0, 403);
+    let cross = format!("Host: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n");
+    assert_eq!(http_get_as(&url, "/api/state", &cross).0, 403);
+    let upgrade = format!(
+        "{cross}Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    );
+    assert_eq!(http_get_as(&url, "/ws", &upgrade).0, 403);
+    viewer.signal("TERM");
+}
+
+#[test]
+fn the_viewer_of_an_open_pipe_stops_on_sigterm() {
+    let mut viewer = Proc::spawn(&["view", "-", "--port", "0"]);
+    let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
+    viewer.write_stdin(&std::fs::read(interop_dir().join("basic.mfb")).unwrap());
+    state_until(&url, "the frame from the pipe", |s| s["frames"] == 1);
+    // The pipe stays open: the reading thread is blocked in read(2).
+    viewer.signal("TERM");
+    assert!(viewer.wait().success(), "{}", viewer.stderr_text());
+    assert!(viewer.stderr_text().contains("view: stopped"));
+}
