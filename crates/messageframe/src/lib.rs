@@ -40,6 +40,10 @@
 //! incremental [`FrameScanner`]; with the `tokio` feature, the `codec` module
 //! has codecs for tokio-util's `FramedRead` and `FramedWrite`.
 //!
+//! With the `serde` feature, the [`serde`](crate::serde) module maps typed
+//! structs to frames and back, and frames serialize to the JSON that
+//! `mframe dump` prints.
+//!
 //! The wire format is specified in `docs/wire-format.md`; the storage design
 //! in `docs/architecture.md`.
 
@@ -62,6 +66,8 @@ mod hooks;
 mod index;
 mod key;
 mod params;
+#[cfg(feature = "serde")]
+pub mod serde;
 mod stream;
 mod utf8;
 mod value;
