@@ -106,10 +106,11 @@
 //! [`Value`](crate::Value) and [`ValueRef`](crate::ValueRef) implement
 //! `Serialize`; `serde_json::to_string(&frame)` gives the JSON line that
 //! `mframe dump` prints for the frame (without its newline), and
-//! [`WithData`] the one `mframe dump --with-data` prints. Doubles go
-//! through the serializer's own float formatting: serde_json's writes
-//! numbers in `[1e-5, 1e-4)` in plain notation (`0.00001234`) where
-//! `mframe dump` writes Rust's `1.234e-5`; both read back as the same
+//! [`WithData`] the one `mframe dump --with-data` prints, with one
+//! difference of notation: doubles go through the serializer's own float
+//! formatting, and serde_json's writes `1e+16` where `mframe dump` writes
+//! Rust's `1e16` (magnitudes from 1e16 up) and `0.00001234` where it writes
+//! `1.234e-5` (magnitudes in `[1e-5, 1e-4)`); both read back as the same
 //! double. `Header` and `Value` implement `Deserialize` for the same form;
 //! `Frame` does not (`mframe encode` reads the dump schema with its own,
 //! stricter reader, whose errors name the line and field).
