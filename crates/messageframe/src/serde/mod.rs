@@ -117,6 +117,12 @@
 //!
 //! The whole mapping, with more examples: docs/serde.md.
 
+/// docs/serde.md's examples, compiled and run as doc tests so they cannot
+/// rot.
+#[doc = include_str!("../../../../docs/serde.md")]
+#[cfg(doctest)]
+pub struct SerdeDocDoctests;
+
 mod de;
 mod error;
 mod impls;
