@@ -1005,3 +1005,28 @@ proptest! {
         prop_assert_eq!(&back, &o);
     }
 }
+
+#[test]
+fn long_keys_and_long_strings_take_the_views_general_path() {
+    // Keys past 31 bytes are str8 on the wire, strings past 31 bytes too:
+    // the view's cursor reads them through the general reader.
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Inner {
+        a_parameter_name_well_past_thirty_one_bytes: String,
+        n: i64,
+    }
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Outer {
+        a_device_name_that_is_long_enough_for_str8: Inner,
+        after: bool,
+    }
+    let v = Outer {
+        a_device_name_that_is_long_enough_for_str8: Inner {
+            a_parameter_name_well_past_thirty_one_bytes: "x".repeat(300),
+            n: -70_000,
+        },
+        after: true,
+    };
+    let frame = to_frame(&v).unwrap();
+    reads_back(&frame, &v);
+}

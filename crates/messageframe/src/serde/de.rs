@@ -15,10 +15,14 @@ use ::serde::de::{self, DeserializeSeed, Visitor};
 use ::serde::forward_to_deserialize_any;
 
 use super::error::{Error, ErrorKind};
-use super::path::{join, under, within, IndexBuf};
+use super::path::{join, same, under, within, IndexBuf};
+use crate::decode::{fast_value, read_value, WireValue};
 use crate::frame::Frame;
+use crate::key::SEPARATOR_BYTE;
+use crate::utf8::str_from;
 use crate::value::ValueRef;
-use crate::view::{FrameView, ViewParams};
+use crate::view::FrameView;
+use crate::wire::read::Reader;
 
 type Result<T> = std::result::Result<T, Error>;
 type Entry<'de> = (&'de str, &'de str, ValueRef<'de>);
@@ -112,17 +116,75 @@ impl<'de> Source<'de> for FrameSource<'de> {
 
 pub(crate) struct ViewSource<'de> {
     view: FrameView<'de>,
-    params: ViewParams<'de>,
-    /// What `params.next()` returned for `peek`, not yet consumed.
-    peeked: Option<Option<Entry<'de>>>,
+    /// Byte offset of the parameter at the cursor, and how many remain.
+    at: usize,
+    remaining: usize,
+    /// The parameter at the cursor and the offset after it, once read.
+    peeked: Option<(Entry<'de>, usize)>,
 }
 
 impl<'de> ViewSource<'de> {
     pub(crate) fn new(view: &FrameView<'de>) -> Self {
+        let (at, remaining) = view.params_span();
         ViewSource {
             view: *view,
-            params: view.iter(),
+            at,
+            remaining,
             peeked: None,
+        }
+    }
+
+    /// The parameter at byte `at` of the validated frame and the offset
+    /// after it. Keys and values in the forms encoders write (fixstr keys,
+    /// `fixarray(2)` pairs) are read directly; anything else through the
+    /// general reader. The frame was validated when the view was made, so
+    /// these reads succeed; should one fail anyway, the parameters end.
+    #[inline]
+    fn entry_at(&self, at: usize) -> Option<(Entry<'de>, usize)> {
+        let bytes = self.view.as_bytes();
+        let (key, v) = match *bytes.get(at)? {
+            m @ 0xa0..=0xbf => {
+                let end = at + 1 + usize::from(m & 0x1f);
+                (bytes.get(at + 1..end)?, end)
+            }
+            _ => {
+                let mut r = Reader::validated(bytes, at);
+                let key = r.str_bytes().ok()?;
+                (key, r.pos())
+            }
+        };
+        let (value, next) = match fast_value(bytes, v, usize::MAX) {
+            Some((WireValue::Int(x), end)) => (ValueRef::Int(x), end),
+            Some((WireValue::Double(x), end)) => (ValueRef::Double(x), end),
+            Some((WireValue::Bool(x), end)) => (ValueRef::Bool(x), end),
+            Some((WireValue::Str(b), end)) => (ValueRef::String(str_from(b).ok()?), end),
+            _ => {
+                let mut r = Reader::validated(bytes, v);
+                let value = read_value(&mut r).ok()?;
+                (value, r.pos())
+            }
+        };
+        let key = str_from(key).ok()?;
+        // Keys are short: a byte loop beats a call to `memchr`.
+        let (d, p) = match key.bytes().position(|b| b == SEPARATOR_BYTE) {
+            Some(i) => (&key[..i], &key[i + 1..]),
+            None => ("", key),
+        };
+        Some(((d, p, value), next))
+    }
+
+    /// Every parameter from the first: `(offset, remaining, entry, next)`.
+    fn walk(&self, mut f: impl FnMut(usize, usize, Entry<'de>) -> bool) {
+        let (mut at, mut remaining) = self.view.params_span();
+        while remaining > 0 {
+            let Some((entry, next)) = self.entry_at(at) else {
+                return;
+            };
+            if f(at, remaining, entry) {
+                return;
+            }
+            at = next;
+            remaining -= 1;
         }
     }
 }
@@ -130,41 +192,65 @@ impl<'de> ViewSource<'de> {
 impl<'de> Source<'de> for ViewSource<'de> {
     #[inline]
     fn peek(&mut self) -> Option<Entry<'de>> {
-        *self.peeked.get_or_insert_with(|| self.params.next())
+        if let Some((entry, _)) = self.peeked {
+            return Some(entry);
+        }
+        if self.remaining == 0 {
+            return None;
+        }
+        let Some(read) = self.entry_at(self.at) else {
+            self.remaining = 0;
+            return None;
+        };
+        self.peeked = Some(read);
+        Some(read.0)
     }
 
     #[inline]
     fn bump(&mut self) {
-        if self.peeked.take().is_none() {
-            self.params.next();
+        if self.peeked.is_none() && self.peek().is_none() {
+            return;
+        }
+        if let Some((_, next)) = self.peeked.take() {
+            self.at = next;
+            self.remaining -= 1;
         }
     }
 
     fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
-        let mut it = self.view.iter();
-        while let Some((d, p, v)) = it.next() {
-            if d == device && p == param {
-                self.params = it;
-                self.peeked = None;
-                return Some(v);
+        let mut found = None;
+        self.walk(|at, remaining, (d, p, v)| {
+            if same(d, device) && same(p, param) {
+                found = Some((at, remaining, v));
+                return true;
             }
-        }
-        None
+            false
+        });
+        let (at, remaining, v) = found?;
+        self.at = at;
+        self.remaining = remaining;
+        self.peeked = None;
+        self.bump();
+        Some(v)
     }
 
     fn seek_device(&mut self, path: &str) -> bool {
-        let mut it = self.view.iter();
-        loop {
-            let before = it.clone();
-            match it.next() {
-                Some((d, _, _)) if within(d, path) => {
-                    self.params = before;
-                    self.peeked = None;
-                    return true;
-                }
-                Some(_) => {}
-                None => return false,
+        let mut found = None;
+        self.walk(|at, remaining, (d, _, _)| {
+            if within(d, path) {
+                found = Some((at, remaining));
+                return true;
             }
+            false
+        });
+        match found {
+            Some((at, remaining)) => {
+                self.at = at;
+                self.remaining = remaining;
+                self.peeked = None;
+                true
+            }
+            None => false,
         }
     }
 
@@ -177,9 +263,10 @@ impl<'de> Source<'de> for ViewSource<'de> {
     }
 
     fn scan(&self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
-        for (d, p, v) in self.view.iter() {
+        self.walk(|_, _, (d, p, v)| {
             f(d, p, v);
-        }
+            false
+        });
     }
 }
 
@@ -225,7 +312,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
     /// What the frame holds for field `seg` of the container `self.path`.
     fn locate(&mut self, seg: &str) -> Found<'de> {
         if let Some((d, p, v)) = self.src.peek() {
-            if p == seg && d == self.path {
+            if same(p, seg) && same(d, &self.path) {
                 self.src.bump();
                 return Found::Scalar(v);
             }
@@ -480,7 +567,7 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
     fn run_entry(&mut self) -> Option<(&'de str, Found<'de>)> {
         let (d, p, v) = self.de.src.peek()?;
         let path = &self.de.path;
-        if d == path {
+        if same(d, path) {
             self.de.src.bump();
             return Some((p, Found::Scalar(v)));
         }

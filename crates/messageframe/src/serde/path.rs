@@ -1,7 +1,7 @@
 //! Field paths: how nested names join into device names.
 
 use super::error::{Error, ErrorKind};
-use crate::key::SEPARATOR_BYTE;
+use crate::key::{bytes_eq, SEPARATOR_BYTE};
 
 /// Appends segment `seg` to the device path `path` (`.` between them).
 #[inline]
@@ -42,23 +42,41 @@ pub(crate) fn under(device: &str, parent: &str, seg: &str) -> bool {
     let rest = if parent.is_empty() {
         d
     } else {
-        match d.strip_prefix(parent.as_bytes()) {
+        match strip(d, parent.as_bytes()) {
             Some([b'.', rest @ ..]) => rest,
             _ => return false,
         }
     };
-    match rest.strip_prefix(seg.as_bytes()) {
-        Some(tail) => tail.is_empty() || tail[0] == b'.',
+    match strip(rest, seg.as_bytes()) {
+        Some(tail) => tail.first().map_or(true, |&b| b == b'.'),
         None => false,
     }
+}
+
+/// `s` without the prefix `p`, compared without a call to `memcmp` (the
+/// names compared here are short).
+#[inline(always)]
+fn strip<'s>(s: &'s [u8], p: &[u8]) -> Option<&'s [u8]> {
+    let head = s.get(..p.len())?;
+    if bytes_eq(head, p) {
+        Some(&s[p.len()..])
+    } else {
+        None
+    }
+}
+
+/// String equality without a call to `memcmp`.
+#[inline(always)]
+pub(crate) fn same(a: &str, b: &str) -> bool {
+    bytes_eq(a.as_bytes(), b.as_bytes())
 }
 
 /// Whether `device` is `path` or below it.
 #[inline]
 pub(crate) fn within(device: &str, path: &str) -> bool {
     path.is_empty()
-        || match device.as_bytes().strip_prefix(path.as_bytes()) {
-            Some(tail) => tail.is_empty() || tail[0] == b'.',
+        || match strip(device.as_bytes(), path.as_bytes()) {
+            Some(tail) => tail.first().map_or(true, |&b| b == b'.'),
             None => false,
         }
 }
@@ -87,8 +105,8 @@ impl IndexBuf {
 
     #[inline]
     pub(crate) fn as_str(&self) -> &str {
-        // Only ASCII digits were written.
-        std::str::from_utf8(&self.buf[self.start..]).unwrap_or("")
+        // Only ASCII digits were written: the ASCII fast path.
+        crate::utf8::str_from(&self.buf[self.start..]).unwrap_or("")
     }
 }
 

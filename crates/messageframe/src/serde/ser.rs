@@ -64,8 +64,14 @@ impl Ser<'_> {
         Ok(base)
     }
 
+    #[inline]
     fn put(&mut self, param: &str, value: ValueRef<'_>) -> Result<()> {
-        check_param(param)?;
+        // Below a device, a U+001F in the parameter is harmless: the key
+        // splits at its first separator, which follows the device (whose
+        // segments were checked).
+        if self.path.is_empty() {
+            check_param(param)?;
+        }
         self.frame.add(&self.path, param, value);
         Ok(())
     }
