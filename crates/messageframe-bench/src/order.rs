@@ -128,6 +128,9 @@ pub enum OrderBackend {
     /// `encode_into`, back through `FrameView::new` and `from_view` into a
     /// new struct. The typed round trip the other serde backends make.
     MfSerde,
+    /// The serde bridge as `MfSerde`, read back through `decode_from` into
+    /// a reused frame and `from_frame` instead of a view.
+    MfSerdeFrame,
     /// prost's generated `Order`.
     Prost,
     /// serde_json with the derived struct.
@@ -142,11 +145,12 @@ pub enum OrderBackend {
 
 impl OrderBackend {
     /// All, in table order.
-    pub const ALL: [OrderBackend; 8] = [
+    pub const ALL: [OrderBackend; 9] = [
         OrderBackend::Mf,
         OrderBackend::MfReused,
         OrderBackend::MfView,
         OrderBackend::MfSerde,
+        OrderBackend::MfSerdeFrame,
         OrderBackend::Prost,
         OrderBackend::Json,
         OrderBackend::RmpSerde,
@@ -161,6 +165,7 @@ impl OrderBackend {
             OrderBackend::MfReused => "messageframe-reused",
             OrderBackend::MfView => "messageframe-view",
             OrderBackend::MfSerde => "messageframe-serde",
+            OrderBackend::MfSerdeFrame => "messageframe-serde-frame",
             OrderBackend::Prost => "prost",
             OrderBackend::Json => "serde_json",
             OrderBackend::RmpSerde => "rmp-serde",
@@ -175,7 +180,10 @@ impl OrderBackend {
             OrderBackend::Mf => "messageframe (new frame)",
             OrderBackend::MfReused => "messageframe (reused frame)",
             OrderBackend::MfView => "messageframe view",
-            OrderBackend::MfSerde => "messageframe via serde (struct to frame and back)",
+            OrderBackend::MfSerde => "messageframe via serde (struct to frame and back, view)",
+            OrderBackend::MfSerdeFrame => {
+                "messageframe via serde (struct to frame and back, reused frame)"
+            }
             OrderBackend::Prost => "prost",
             OrderBackend::Json => "serde_json",
             OrderBackend::RmpSerde => "rmp-serde",
@@ -238,7 +246,7 @@ impl OrderCase {
                     .encode_into(&mut self.buf)
                     .expect("the benchmark frames encode");
             }
-            OrderBackend::MfSerde => {
+            OrderBackend::MfSerde | OrderBackend::MfSerdeFrame => {
                 messageframe::serde::to_frame_into(&self.order, &mut self.serde_frame)
                     .expect("the order maps to a frame");
                 self.serde_frame
@@ -285,6 +293,12 @@ impl OrderCase {
             OrderBackend::MfSerde => {
                 let v = FrameView::new(&self.buf).expect("valid frame");
                 let o: Order = messageframe::serde::from_view(&v).expect("the order reads back");
+                o.items.last().map_or(0.0, |i| i.price)
+            }
+            OrderBackend::MfSerdeFrame => {
+                self.reused.decode_from(&self.buf).expect("valid frame");
+                let o: Order =
+                    messageframe::serde::from_frame(&self.reused).expect("the order reads back");
                 o.items.last().map_or(0.0, |i| i.price)
             }
             OrderBackend::Prost => {

@@ -327,12 +327,17 @@ fn variants_with_data_are_an_error_and_internally_tagged_enums_are_structs() {
     })
     .unwrap_err();
     assert_eq!(err.path(), "shape");
-    assert!(err.to_string().starts_with("shape: unsupported: an enum variant with data"));
+    assert!(err
+        .to_string()
+        .starts_with("shape: unsupported: an enum variant with data"));
     let v = HasTagged {
         shape: Tagged::Square { side: 2.0 },
     };
     let frame = to_frame(&v).unwrap();
-    assert_eq!(frame.find("shape", "kind"), Some(ValueRef::String("Square")));
+    assert_eq!(
+        frame.find("shape", "kind"),
+        Some(ValueRef::String("Square"))
+    );
     assert_eq!(frame.find("shape", "side"), Some(ValueRef::Double(2.0)));
     reads_back(&frame, &v);
 }
@@ -524,8 +529,14 @@ fn maps_are_devices_with_their_length_and_integer_keys_are_decimal() {
 #[test]
 fn a_top_level_map_has_no_length_and_reads_every_device() {
     let mut v: HashMap<String, BTreeMap<String, f64>> = HashMap::new();
-    v.insert("sdr_1".into(), [("gain".to_owned(), 1.5)].into_iter().collect());
-    v.insert("sdr_2".into(), [("gain".to_owned(), 2.5)].into_iter().collect());
+    v.insert(
+        "sdr_1".into(),
+        [("gain".to_owned(), 1.5)].into_iter().collect(),
+    );
+    v.insert(
+        "sdr_2".into(),
+        [("gain".to_owned(), 2.5)].into_iter().collect(),
+    );
     let frame = to_frame(&v).unwrap();
     assert_eq!(frame.find("", "sdr_1"), Some(ValueRef::Int(1)));
     assert_eq!(frame.find("sdr_2", "gain"), Some(ValueRef::Double(2.5)));
@@ -596,7 +607,10 @@ fn type_mismatches_name_the_path_and_both_types() {
     frame.add("seq", "x", 1);
     frame.add("core", "firmware", "v1");
     let err = from_frame::<Telemetry>(&frame).unwrap_err();
-    assert_eq!(err.to_string(), "sdr_1: expected a struct (a device), found double");
+    assert_eq!(
+        err.to_string(),
+        "sdr_1: expected a struct (a device), found double"
+    );
     let mut frame = Frame::default();
     frame.add("seq", "x", 1);
     #[derive(Debug, Deserialize)]
@@ -619,7 +633,10 @@ fn type_mismatches_name_the_path_and_both_types() {
         items: Vec<Item>,
     }
     let err = from_frame::<O>(&frame).unwrap_err();
-    assert_eq!(err.to_string(), "items.1.sku: expected a string, found int64");
+    assert_eq!(
+        err.to_string(),
+        "items.1.sku: expected a string, found int64"
+    );
 }
 
 #[test]
@@ -762,7 +779,11 @@ fn to_frame_into_reuses_the_frame_keeps_the_header_and_is_empty_after_an_error()
 #[test]
 fn unknown_values_are_reported_as_such() {
     let mut frame = Frame::default();
-    frame.add("", "seq", ValueRef::Unknown(UnknownValue::new(50, &[0xc0]).unwrap()));
+    frame.add(
+        "",
+        "seq",
+        ValueRef::Unknown(UnknownValue::new(50, &[0xc0]).unwrap()),
+    );
     #[derive(Debug, Deserialize)]
     struct S {
         #[allow(dead_code)]
@@ -803,8 +824,14 @@ fn values_and_headers_serialize_to_the_dump_forms_and_read_back() {
     for (v, text) in [
         (Value::Int(-3), r#"{"type":"int64","value":-3}"#),
         (Value::Double(10.0), r#"{"type":"double","value":10.0}"#),
-        (Value::Double(f64::NEG_INFINITY), r#"{"type":"double","value":"-Infinity"}"#),
-        (Value::String("a\"b".into()), r#"{"type":"string","value":"a\"b"}"#),
+        (
+            Value::Double(f64::NEG_INFINITY),
+            r#"{"type":"double","value":"-Infinity"}"#,
+        ),
+        (
+            Value::String("a\"b".into()),
+            r#"{"type":"string","value":"a\"b"}"#,
+        ),
         (Value::Bool(true), r#"{"type":"bool","value":true}"#),
         (
             Value::Unknown(UnknownValueBuf::new(50, vec![0x92, 1, 2]).unwrap()),
@@ -853,7 +880,11 @@ fn frames_and_views_serialize_to_the_same_dump_json() {
     frame.add("sdr_1", "rx_gain", 30.5);
     frame.add("", "nan", f64::NAN);
     frame.add("d", "s", "q\"\\\n");
-    frame.add("future", "x", ValueRef::Unknown(UnknownValue::new(-7, &[0xc0]).unwrap()));
+    frame.add(
+        "future",
+        "x",
+        ValueRef::Unknown(UnknownValue::new(-7, &[0xc0]).unwrap()),
+    );
     frame.add_attachment("iq", vec![0xAB; 4]);
     let json = serde_json::to_string(&frame).unwrap();
     assert_eq!(

@@ -118,6 +118,9 @@ mod tests {
         assert_eq!(value(1.234e-5), r#"{"type":"double","value":1.234e-5}"#);
         assert_eq!(value(1e19), r#"{"type":"double","value":1e19}"#);
         assert_eq!(value(f64::NAN), r#"{"type":"double","value":"NaN"}"#);
-        assert_eq!(value(f64::NEG_INFINITY), r#"{"type":"double","value":"-Infinity"}"#);
+        assert_eq!(
+            value(f64::NEG_INFINITY),
+            r#"{"type":"double","value":"-Infinity"}"#
+        );
     }
 }

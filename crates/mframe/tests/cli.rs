@@ -229,11 +229,27 @@ fn dump_prints_what_serde_json_makes_of_the_library_serialize_impls() {
             assert_eq!(with, with_data, "{}", f.name);
             byte_exact += 1;
         }
-        assert_eq!(json_lines(dump.as_bytes()), json_lines(owned.as_bytes()), "{}", f.name);
-        assert_eq!(json_lines(with.as_bytes()), json_lines(with_data.as_bytes()), "{}", f.name);
+        assert_eq!(
+            json_lines(dump.as_bytes()),
+            json_lines(owned.as_bytes()),
+            "{}",
+            f.name
+        );
+        assert_eq!(
+            json_lines(with.as_bytes()),
+            json_lines(with_data.as_bytes()),
+            "{}",
+            f.name
+        );
         let header = String::from_utf8(run_ok(&["header", path], b"")).unwrap();
-        assert_eq!(header, serde_json::to_string(frame.header()).unwrap() + "\n");
-        assert_eq!(serde_json::from_str::<Header>(&header).unwrap(), *frame.header());
+        assert_eq!(
+            header,
+            serde_json::to_string(frame.header()).unwrap() + "\n"
+        );
+        assert_eq!(
+            serde_json::from_str::<Header>(&header).unwrap(),
+            *frame.header()
+        );
     }
     assert_eq!(byte_exact, 9, "the interop frames without such doubles");
 }

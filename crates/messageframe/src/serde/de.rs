@@ -55,32 +55,44 @@ pub(crate) trait Source<'de> {
 pub(crate) struct FrameSource<'de> {
     frame: &'de Frame,
     pos: usize,
+    /// The entry at `pos`, once read (a field's check, the end of a
+    /// container and the next field all look at the same entry).
+    peeked: Option<Entry<'de>>,
 }
 
 impl<'de> FrameSource<'de> {
     pub(crate) fn new(frame: &'de Frame) -> Self {
-        FrameSource { frame, pos: 0 }
+        FrameSource {
+            frame,
+            pos: 0,
+            peeked: None,
+        }
     }
 }
 
 impl<'de> Source<'de> for FrameSource<'de> {
     #[inline]
     fn peek(&mut self) -> Option<Entry<'de>> {
-        let params = self.frame.params();
-        let e = params.entries().get(self.pos)?;
-        let (d, p) = params.parts(e);
-        Some((d, p, params.value(e)))
+        if self.peeked.is_none() {
+            let params = self.frame.params();
+            let e = params.entries().get(self.pos)?;
+            let (d, p) = params.parts(e);
+            self.peeked = Some((d, p, params.value(e)));
+        }
+        self.peeked
     }
 
     #[inline]
     fn bump(&mut self) {
         self.pos += 1;
+        self.peeked = None;
     }
 
     fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
         let params = self.frame.params();
         let i = params.position(device, param, None)?;
         self.pos = i + 1;
+        self.peeked = None;
         Some(params.get(i))
     }
 
@@ -93,6 +105,7 @@ impl<'de> Source<'de> for FrameSource<'de> {
         {
             Some(i) => {
                 self.pos = i;
+                self.peeked = None;
                 true
             }
             None => false,
@@ -572,7 +585,11 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
             return Some((p, Found::Scalar(v)));
         }
         if within(d, path) {
-            let rest = if path.is_empty() { d } else { &d[path.len() + 1..] };
+            let rest = if path.is_empty() {
+                d
+            } else {
+                &d[path.len() + 1..]
+            };
             let seg = rest.split('.').next().unwrap_or(rest);
             return Some((seg, Found::Container));
         }
@@ -588,7 +605,11 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
             let entry = if d == path {
                 (p, Found::Scalar(v))
             } else if within(d, path) {
-                let tail = if path.is_empty() { d } else { &d[path.len() + 1..] };
+                let tail = if path.is_empty() {
+                    d
+                } else {
+                    &d[path.len() + 1..]
+                };
                 (tail.split('.').next().unwrap_or(tail), Found::Container)
             } else {
                 return;

@@ -31,11 +31,7 @@ pub(crate) fn to_frame_into<T: ?Sized + Serialize>(value: &T, frame: &mut Frame)
     let (mut path, mut key) = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
     path.clear();
     key.clear();
-    let mut ser = Ser {
-        frame,
-        path,
-        key,
-    };
+    let mut ser = Ser { frame, path, key };
     let result = value.serialize(Top(&mut ser));
     let Ser { frame, path, key } = ser;
     BUFFERS.with(|b| *b.borrow_mut() = (path, key));
@@ -119,7 +115,10 @@ struct Field<'a, 'f> {
 fn field<T: ?Sized + Serialize>(ser: &mut Ser<'_>, seg: &str, value: &T) -> Result<()> {
     let base = ser.path.len();
     value
-        .serialize(Field { ser: &mut *ser, seg })
+        .serialize(Field {
+            ser: &mut *ser,
+            seg,
+        })
         .map_err(|e| e.at(|| ser.path_of(base, seg)))
 }
 
