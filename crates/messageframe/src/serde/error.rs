@@ -25,6 +25,13 @@ use std::fmt;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
+    // Boxed: every `Result` of the serializer and deserializer carries it,
+    // and one pointer keeps those results small on the success path.
+    inner: Box<Inner>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Inner {
     path: String,
     kind: ErrorKind,
 }
@@ -70,10 +77,13 @@ pub enum ErrorKind {
 }
 
 impl Error {
+    #[cold]
     pub(crate) fn new(kind: ErrorKind) -> Self {
         Error {
-            path: String::new(),
-            kind,
+            inner: Box::new(Inner {
+                path: String::new(),
+                kind,
+            }),
         }
     }
 
@@ -83,9 +93,10 @@ impl Error {
 
     /// Gives the error its path, unless an inner value already did (the
     /// innermost path is the precise one).
+    #[cold]
     pub(crate) fn at(mut self, path: impl FnOnce() -> String) -> Self {
-        if self.path.is_empty() {
-            self.path = path();
+        if self.inner.path.is_empty() {
+            self.inner.path = path();
         }
         self
     }
@@ -94,13 +105,13 @@ impl Error {
     /// `items.0.sku`); empty for the top level.
     #[must_use]
     pub fn path(&self) -> &str {
-        &self.path
+        &self.inner.path
     }
 
     /// What went wrong.
     #[must_use]
     pub fn kind(&self) -> &ErrorKind {
-        &self.kind
+        &self.inner.kind
     }
 }
 
@@ -129,10 +140,10 @@ impl fmt::Display for ErrorKind {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{}", self.kind)
+        if self.inner.path.is_empty() {
+            write!(f, "{}", self.inner.kind)
         } else {
-            write!(f, "{}: {}", self.path, self.kind)
+            write!(f, "{}: {}", self.inner.path, self.inner.kind)
         }
     }
 }
