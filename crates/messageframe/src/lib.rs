@@ -40,7 +40,7 @@
 //! incremental [`FrameScanner`]; with the `tokio` feature, the `codec` module
 //! has codecs for tokio-util's `FramedRead` and `FramedWrite`.
 //!
-//! With the `serde` feature, the [`serde`](crate::serde) module maps typed
+//! With the `serde` feature, the `messageframe::serde` module maps typed
 //! structs to frames and back, and frames serialize to the JSON that
 //! `mframe dump` prints.
 //!

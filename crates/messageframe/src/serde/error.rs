@@ -12,9 +12,9 @@ use std::fmt;
 /// use messageframe::Frame;
 ///
 /// #[derive(Debug, serde::Deserialize)]
-/// struct Sdr { tx_gain: f64 }
+/// struct Sdr { #[allow(dead_code)] tx_gain: f64 }
 /// #[derive(Debug, serde::Deserialize)]
-/// struct Telemetry { sdr_1: Sdr }
+/// struct Telemetry { #[allow(dead_code)] sdr_1: Sdr }
 ///
 /// let mut frame = Frame::default();
 /// frame.add("sdr_1", "tx_gain", "high");
