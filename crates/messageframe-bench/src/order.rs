@@ -123,6 +123,14 @@ pub enum OrderBackend {
     MfReused,
     /// messageframe, zero-copy `FrameView`.
     MfView,
+    /// The serde bridge: the derived struct through
+    /// `messageframe::serde::to_frame_into` (into a reused frame) and
+    /// `encode_into`, back through `FrameView::new` and `from_view` into a
+    /// new struct. The typed round trip the other serde backends make.
+    MfSerde,
+    /// The serde bridge as `MfSerde`, read back through `decode_from` into
+    /// a reused frame and `from_frame` instead of a view.
+    MfSerdeFrame,
     /// prost's generated `Order`.
     Prost,
     /// serde_json with the derived struct.
@@ -137,10 +145,12 @@ pub enum OrderBackend {
 
 impl OrderBackend {
     /// All, in table order.
-    pub const ALL: [OrderBackend; 7] = [
+    pub const ALL: [OrderBackend; 9] = [
         OrderBackend::Mf,
         OrderBackend::MfReused,
         OrderBackend::MfView,
+        OrderBackend::MfSerde,
+        OrderBackend::MfSerdeFrame,
         OrderBackend::Prost,
         OrderBackend::Json,
         OrderBackend::RmpSerde,
@@ -154,6 +164,8 @@ impl OrderBackend {
             OrderBackend::Mf => "messageframe",
             OrderBackend::MfReused => "messageframe-reused",
             OrderBackend::MfView => "messageframe-view",
+            OrderBackend::MfSerde => "messageframe-serde",
+            OrderBackend::MfSerdeFrame => "messageframe-serde-frame",
             OrderBackend::Prost => "prost",
             OrderBackend::Json => "serde_json",
             OrderBackend::RmpSerde => "rmp-serde",
@@ -168,6 +180,10 @@ impl OrderBackend {
             OrderBackend::Mf => "messageframe (new frame)",
             OrderBackend::MfReused => "messageframe (reused frame)",
             OrderBackend::MfView => "messageframe view",
+            OrderBackend::MfSerde => "messageframe via serde (struct to frame and back, view)",
+            OrderBackend::MfSerdeFrame => {
+                "messageframe via serde (struct to frame and back, reused frame)"
+            }
             OrderBackend::Prost => "prost",
             OrderBackend::Json => "serde_json",
             OrderBackend::RmpSerde => "rmp-serde",
@@ -184,6 +200,8 @@ pub struct OrderCase {
     prost: lab::Order,
     frame: Frame,
     reused: Frame,
+    /// The serde bridge's frame, refilled from the struct by every encode.
+    serde_frame: Frame,
     last_item: String,
     /// Output buffer, reused by encode.
     pub buf: Vec<u8>,
@@ -199,6 +217,7 @@ impl OrderCase {
             prost: build_prost(&order),
             frame: build_frame(&order),
             reused: Frame::default(),
+            serde_frame: Frame::new(Header::new(300, 1, 1, 2)),
             last_item: format!("item{}", n.saturating_sub(1)),
             order,
             buf: Vec::new(),
@@ -224,6 +243,13 @@ impl OrderCase {
         match b {
             OrderBackend::Mf | OrderBackend::MfReused | OrderBackend::MfView => {
                 self.frame
+                    .encode_into(&mut self.buf)
+                    .expect("the benchmark frames encode");
+            }
+            OrderBackend::MfSerde | OrderBackend::MfSerdeFrame => {
+                messageframe::serde::to_frame_into(&self.order, &mut self.serde_frame)
+                    .expect("the order maps to a frame");
+                self.serde_frame
                     .encode_into(&mut self.buf)
                     .expect("the benchmark frames encode");
             }
@@ -264,6 +290,17 @@ impl OrderCase {
                     .and_then(|v| v.as_f64())
                     .unwrap_or(0.0)
             }
+            OrderBackend::MfSerde => {
+                let v = FrameView::new(&self.buf).expect("valid frame");
+                let o: Order = messageframe::serde::from_view(&v).expect("the order reads back");
+                o.items.last().map_or(0.0, |i| i.price)
+            }
+            OrderBackend::MfSerdeFrame => {
+                self.reused.decode_from(&self.buf).expect("valid frame");
+                let o: Order =
+                    messageframe::serde::from_frame(&self.reused).expect("the order reads back");
+                o.items.last().map_or(0.0, |i| i.price)
+            }
             OrderBackend::Prost => {
                 let o = lab::Order::decode(self.buf.as_slice()).expect("valid message");
                 o.items.last().map_or(0.0, |i| i.price)
@@ -276,6 +313,28 @@ impl OrderCase {
                 let o: Order = rmp_serde::from_slice(&self.buf).expect("valid msgpack");
                 o.items.last().map_or(0.0, |i| i.price)
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_serde_bridge_gives_back_the_whole_order() {
+        for n in [0, 1, 20, 500] {
+            let mut case = OrderCase::new(n);
+            case.encode(OrderBackend::MfSerde);
+            let v = FrameView::new(&case.buf).unwrap();
+            let back: Order = messageframe::serde::from_view(&v).unwrap();
+            assert_eq!(back, case.order, "{n} items");
+            assert_eq!(v.len(), 5 + 1 + 3 * n + 1 + 3, "{n} items");
+            assert_eq!(
+                v.find(&format!("items.{}", n.saturating_sub(1)), "price")
+                    .and_then(|p| p.as_f64()),
+                case.order.items.last().map(|i| i.price)
+            );
         }
     }
 }

@@ -197,13 +197,13 @@ fn quick_runs_produce_complete_plausible_results() {
         );
     }
 
-    // The Order comparison: seven backends per size; named fields cost
+    // The Order comparison: nine backends per size; named fields cost
     // bytes over the compact form, and protobuf is smaller than JSON.
     let order = quick("order");
     assert!(order.scenarios.is_empty());
     assert_eq!(order.order.len(), 3);
     for o in &order.order {
-        assert_eq!(o.backends.len(), 7);
+        assert_eq!(o.backends.len(), 9);
         let size = |id: &str| o.backends.iter().find(|b| b.id == id).unwrap().bytes;
         assert!(size("prost") < size("serde_json"), "{} items", o.items);
         assert!(

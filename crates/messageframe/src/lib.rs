@@ -46,7 +46,10 @@
 //!   Sync`. Without it the crate is `#![no_std]` + `alloc` and still builds,
 //!   encodes (into a `Vec` or a fixed `&mut [u8]`) and decodes frames, with
 //!   views, header peeks, limits and typed errors (`docs/no_std.md`);
-//! - `tokio` (implies `std`): the `codec` module.
+//! - `tokio` (implies `std`): the `codec` module;
+//! - `serde` (implies `std`): the `messageframe::serde` module maps typed
+//!   structs to frames and back, and frames serialize to the JSON that
+//!   `mframe dump` prints.
 //!
 //! The wire format is specified in `docs/wire-format.md`; the storage design
 //! in `docs/architecture.md`.
@@ -84,6 +87,8 @@ mod hooks;
 mod index;
 mod key;
 mod params;
+#[cfg(feature = "serde")]
+pub mod serde;
 mod stream;
 mod sync;
 mod utf8;

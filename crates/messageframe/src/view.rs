@@ -270,6 +270,13 @@ impl<'a> FrameView<'a> {
         }
     }
 
+    /// Where the parameter map's first key is, and how many parameters
+    /// follow: the serde bridge's cursor walks them in place.
+    #[cfg(feature = "serde")]
+    pub(crate) fn params_span(&self) -> (usize, usize) {
+        (self.layout.params_at(), self.layout.params())
+    }
+
     /// The data of the first attachment with this name.
     #[must_use]
     pub fn attachment(&self, name: &str) -> Option<&'a [u8]> {

@@ -1,147 +1,71 @@
-//! The dump schema, written by hand into a byte buffer.
+//! The dump schema: messageframe's own `Serialize` impls for frames and
+//! headers (feature `serde`), through serde_json with the formatter below.
 //!
-//! Writing directly (rather than building a `serde_json::Value`) keeps the
-//! field order of the documented schema, streams large attachments without an
-//! intermediate tree, and has no failure path: nothing here can panic or
-//! return an error, whatever the frame holds.
+//! The formatter keeps the bytes `mframe dump` has always printed where
+//! serde_json's compact formatter would differ: doubles in Rust's shortest
+//! round-trip form (`1e16` and `1.234e-5`, where serde_json writes `1e+16`
+//! and `0.00001234`), and
+//! backspace and form feed as `\u0008` and `\u000c` (serde_json writes
+//! `\b` and `\f`). Attachment data is base64-encoded piecewise straight
+//! into the output (serde_json streams `collect_str`), not through a copy.
+//! Writing into a `Vec` cannot fail and the impls have no error path of
+//! their own, so nothing here can fail or panic, whatever the frame holds.
 
-use std::fmt::Write as _;
+use std::io;
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine as _;
-use messageframe::{FrameView, Header, ValueRef};
+use messageframe::serde::WithData;
+use messageframe::{FrameView, Header};
+use serde::Serialize;
+use serde_json::ser::{CharEscape, CompactFormatter, Formatter, Serializer};
+
+/// serde_json's compact output, with the dump's notation for doubles and
+/// two control characters.
+struct DumpFormatter;
+
+impl Formatter for DumpFormatter {
+    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        // Finite only: the impls write non-finite doubles as strings.
+        write!(writer, "{value:?}")
+    }
+
+    fn write_char_escape<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        char_escape: CharEscape,
+    ) -> io::Result<()> {
+        match char_escape {
+            CharEscape::Backspace => writer.write_all(b"\\u0008"),
+            CharEscape::FormFeed => writer.write_all(b"\\u000c"),
+            other => CompactFormatter.write_char_escape(writer, other),
+        }
+    }
+}
+
+/// Serializes `value` onto `out` with the dump's formatter.
+fn write_json(out: &mut Vec<u8>, value: &impl Serialize) {
+    let mut ser = Serializer::with_formatter(out, DumpFormatter);
+    // Infallible: see the module's comment.
+    let _ = value.serialize(&mut ser);
+}
 
 /// One frame as one JSON line (with its newline).
 pub fn write_frame(out: &mut Vec<u8>, view: &FrameView<'_>, with_data: bool) {
-    out.extend_from_slice(b"{\"header\":");
-    write_header(out, view.header());
-    out.extend_from_slice(b",\"params\":[");
-    for (i, (device, param, value)) in view.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"device\":");
-        write_str(out, device);
-        out.extend_from_slice(b",\"param\":");
-        write_str(out, param);
-        out.extend_from_slice(b",\"type\":\"");
-        out.extend_from_slice(value.value_type().name().as_bytes());
-        out.push(b'"');
-        match value {
-            ValueRef::Unknown(u) => {
-                push_fmt(out, format_args!(",\"tag\":{},\"raw\":\"", u.tag()));
-                write_base64(out, u.raw());
-                out.push(b'"');
-            }
-            known => {
-                out.extend_from_slice(b",\"value\":");
-                write_value(out, known);
-            }
-        }
-        out.push(b'}');
+    if with_data {
+        write_json(out, &WithData(view));
+    } else {
+        write_json(out, view);
     }
-    out.extend_from_slice(b"],\"attachments\":[");
-    for (i, (name, data)) in view.attachments().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"name\":");
-        write_str(out, name);
-        push_fmt(out, format_args!(",\"len\":{}", data.len()));
-        if with_data {
-            out.extend_from_slice(b",\"data\":\"");
-            write_base64(out, data);
-            out.push(b'"');
-        }
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"]}\n");
+    out.push(b'\n');
 }
 
 /// The header object, in wire field order.
 pub fn write_header(out: &mut Vec<u8>, h: &Header) {
-    push_fmt(
-        out,
-        format_args!(
-            "{{\"timestamp\":{},\"counter\":{},\"source\":{},\"target\":{},\
-             \"message_id\":{},\"message_type\":{},\"version\":{},\"flags\":{}}}",
-            h.timestamp(),
-            h.counter(),
-            h.source(),
-            h.target(),
-            h.message_id(),
-            h.message_type(),
-            h.version(),
-            h.flags()
-        ),
-    );
+    write_json(out, h);
 }
 
-fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>) {
-    match value {
-        ValueRef::Int(v) => push_fmt(out, format_args!("{v}")),
-        ValueRef::Double(v) => write_double(out, v),
-        ValueRef::String(s) => write_str(out, s),
-        ValueRef::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
-        // Unknown values are handled by the caller (they have their own
-        // fields); `ValueRef` is non-exhaustive.
-        _ => out.extend_from_slice(b"null"),
-    }
-}
-
-/// Finite doubles in Rust's shortest round-trip form, which is always a
-/// valid JSON number (`10.0`, `1e19`, `-0.0`, `5e-324`); JSON has no
-/// non-finite numbers, so those become the strings the interop JSON uses.
-pub fn write_double(out: &mut Vec<u8>, v: f64) {
-    if v.is_nan() {
-        out.extend_from_slice(b"\"NaN\"");
-    } else if v == f64::INFINITY {
-        out.extend_from_slice(b"\"Infinity\"");
-    } else if v == f64::NEG_INFINITY {
-        out.extend_from_slice(b"\"-Infinity\"");
-    } else {
-        push_fmt(out, format_args!("{v:?}"));
-    }
-}
-
-/// A JSON string literal. Only `"`, `\` and control characters need escaping;
-/// everything else is valid UTF-8 already and is copied as is.
+/// A JSON string literal, escaped as the dump escapes strings.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let esc: Option<&[u8]> = match c {
-            '"' => Some(b"\\\""),
-            '\\' => Some(b"\\\\"),
-            '\n' => Some(b"\\n"),
-            '\r' => Some(b"\\r"),
-            '\t' => Some(b"\\t"),
-            c if u32::from(c) < 0x20 => None,
-            _ => continue,
-        };
-        out.extend_from_slice(&s.as_bytes()[start..i]);
-        match esc {
-            Some(e) => out.extend_from_slice(e),
-            None => push_fmt(out, format_args!("\\u{:04x}", u32::from(c))),
-        }
-        start = i + c.len_utf8();
-    }
-    out.extend_from_slice(&s.as_bytes()[start..]);
-    out.push(b'"');
-}
-
-fn write_base64(out: &mut Vec<u8>, data: &[u8]) {
-    let mut s = String::new();
-    BASE64.encode_string(data, &mut s);
-    out.extend_from_slice(s.as_bytes());
-}
-
-/// `write!` into a `Vec<u8>` without an `io::Result` to ignore: formatting
-/// into a `String` cannot fail.
-fn push_fmt(out: &mut Vec<u8>, args: std::fmt::Arguments<'_>) {
-    let mut s = String::new();
-    let _ = s.write_fmt(args);
-    out.extend_from_slice(s.as_bytes());
+    write_json(out, &s);
 }
 
 #[cfg(test)]
@@ -162,6 +86,10 @@ mod tests {
             assert_eq!(back, text, "{json}");
         }
         assert_eq!(s(|o| write_str(o, "a\u{1f}b")), "\"a\\u001fb\"");
+        assert_eq!(
+            s(|o| write_str(o, "\u{8}\u{c}\u{0}\"\\\n")),
+            "\"\\u0008\\u000c\\u0000\\\"\\\\\\n\""
+        );
     }
 
     #[test]
@@ -177,12 +105,22 @@ mod tests {
             f64::MAX,
             f64::MIN_POSITIVE,
         ] {
-            let json = s(|o| write_double(o, v));
-            let back: f64 = serde_json::from_str(&json).unwrap();
+            let json = s(|o| write_json(o, &messageframe::Value::Double(v)));
+            let json = json
+                .strip_prefix(r#"{"type":"double","value":"#)
+                .and_then(|j| j.strip_suffix('}'))
+                .unwrap();
+            let back: f64 = serde_json::from_str(json).unwrap();
             assert_eq!(back.to_bits(), v.to_bits(), "{json}");
         }
-        assert_eq!(s(|o| write_double(o, 10.0)), "10.0");
-        assert_eq!(s(|o| write_double(o, f64::NAN)), "\"NaN\"");
-        assert_eq!(s(|o| write_double(o, f64::NEG_INFINITY)), "\"-Infinity\"");
+        let value = |v: f64| s(|o| write_json(o, &messageframe::Value::Double(v)));
+        assert_eq!(value(10.0), r#"{"type":"double","value":10.0}"#);
+        assert_eq!(value(1.234e-5), r#"{"type":"double","value":1.234e-5}"#);
+        assert_eq!(value(1e19), r#"{"type":"double","value":1e19}"#);
+        assert_eq!(value(f64::NAN), r#"{"type":"double","value":"NaN"}"#);
+        assert_eq!(
+            value(f64::NEG_INFINITY),
+            r#"{"type":"double","value":"-Infinity"}"#
+        );
     }
 }

@@ -195,6 +195,96 @@ fn doubles_keep_their_type_and_exact_value() {
 }
 
 #[test]
+fn dump_prints_what_serde_json_makes_of_the_library_serialize_impls() {
+    // `mframe dump` is messageframe's `Serialize` through serde_json: the
+    // line for every interop frame is `serde_json::to_string` of the frame
+    // (owned or view), and with --with-data of `WithData`. Byte for byte,
+    // except where serde_json's float notation differs from the dump's
+    // (doubles of magnitude 1e16 and up, `1e+16` against `1e16`, and in
+    // [1e-5, 1e-4), `0.00001234` against `1.234e-5`): there the same
+    // numbers, as the parsed JSON shows.
+    use messageframe::serde::WithData;
+    let notation_differs = |frame: &Frame| {
+        frame.iter().any(|(_, _, v)| {
+            v.as_f64().is_some_and(|x| {
+                x.is_finite() && (x.abs() >= 1e16 || (1e-5..1e-4).contains(&x.abs()))
+            })
+        })
+    };
+    let mut byte_exact = 0;
+    for f in interop_frames() {
+        let path = f.path.to_str().unwrap();
+        let frame = Frame::decode(&f.bytes).unwrap();
+        let view = FrameView::new(&f.bytes).unwrap();
+        let dump = String::from_utf8(run_ok(&["dump", path], b"")).unwrap();
+        let with = String::from_utf8(run_ok(&["dump", "--with-data", path], b"")).unwrap();
+        let owned = serde_json::to_string(&frame).unwrap() + "\n";
+        let viewed = serde_json::to_string(&view).unwrap() + "\n";
+        let with_data = serde_json::to_string(&WithData(&frame)).unwrap() + "\n";
+        assert_eq!(owned, viewed, "{}", f.name);
+        if notation_differs(&frame) {
+            assert_ne!(dump, owned, "{}", f.name);
+        } else {
+            assert_eq!(dump, owned, "{}", f.name);
+            assert_eq!(with, with_data, "{}", f.name);
+            byte_exact += 1;
+        }
+        assert_eq!(
+            json_lines(dump.as_bytes()),
+            json_lines(owned.as_bytes()),
+            "{}",
+            f.name
+        );
+        assert_eq!(
+            json_lines(with.as_bytes()),
+            json_lines(with_data.as_bytes()),
+            "{}",
+            f.name
+        );
+        let header = String::from_utf8(run_ok(&["header", path], b"")).unwrap();
+        assert_eq!(
+            header,
+            serde_json::to_string(frame.header()).unwrap() + "\n"
+        );
+        assert_eq!(
+            serde_json::from_str::<Header>(&header).unwrap(),
+            *frame.header()
+        );
+    }
+    assert_eq!(byte_exact, 9, "the interop frames without such doubles");
+}
+
+#[test]
+fn dump_keeps_its_notation_where_serde_json_would_differ() {
+    // Built by hand: a double in [1e-5, 1e-4) and the two control
+    // characters serde_json escapes by name. The dump's bytes are pinned.
+    let mut frame = Frame::new(Header::from_fields(1, 0, 0, 0, 0, 0, 1, 0));
+    frame.add("d", "small", 1.234e-5);
+    frame.add("d", "ctl", "\u{8}\u{c}\u{1f}");
+    let bytes = frame.encode().unwrap();
+    let dump = String::from_utf8(run_ok(&["dump"], &bytes)).unwrap();
+    assert_eq!(
+        dump,
+        concat!(
+            r#"{"header":{"timestamp":1,"counter":0,"source":0,"target":0,"message_id":0,"message_type":0,"version":1,"flags":0},"#,
+            r#""params":[{"device":"d","param":"small","type":"double","value":1.234e-5},"#,
+            r#"{"device":"d","param":"ctl","type":"string","value":"\u0008\u000c\u001f"}],"attachments":[]}"#,
+            "\n"
+        )
+    );
+    let plain = serde_json::to_string(&frame).unwrap();
+    assert!(plain.contains(r#""value":0.00001234}"#), "{plain}");
+    assert!(plain.contains(r#""value":"\b\f\u001f"}"#), "{plain}");
+    frame.clear();
+    frame.add("d", "big", 1e16);
+    let bytes = frame.encode().unwrap();
+    let dump = String::from_utf8(run_ok(&["dump"], &bytes)).unwrap();
+    assert!(dump.contains(r#""value":1e16}"#), "{dump}");
+    let plain = serde_json::to_string(&frame).unwrap();
+    assert!(plain.contains(r#""value":1e+16}"#), "{plain}");
+}
+
+#[test]
 fn header_of_every_interop_frame_matches_its_description() {
     for f in interop_frames() {
         let lines = json_lines(&run_ok(&["header", f.path.to_str().unwrap()], b""));

@@ -1,0 +1,32 @@
+//! Runs one backend of the Order comparison (SPEC 5.3) in a loop, for a
+//! profiler:
+//!
+//! ```text
+//! cargo build --release -p messageframe-bench --example profile_order
+//! valgrind --tool=callgrind target/release/examples/profile_order 20 messageframe-serde 2000
+//! ```
+//!
+//! `ITEMS` is the order's item count, `BACKEND` an `OrderBackend` id; each
+//! iteration encodes and decodes once. The difference between two
+//! iteration counts gives instructions per operation.
+
+use std::hint::black_box;
+
+use messageframe_bench::order::{OrderBackend, OrderCase};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: profile_order ITEMS BACKEND ITERATIONS";
+    let items: usize = args.get(1).and_then(|a| a.parse().ok()).expect(usage);
+    let backend = OrderBackend::ALL
+        .into_iter()
+        .find(|b| Some(b.id()) == args.get(2).map(String::as_str))
+        .expect(usage);
+    let iterations: u64 = args.get(3).and_then(|a| a.parse().ok()).expect(usage);
+    let mut case = OrderCase::new(items);
+    for _ in 0..iterations {
+        case.encode(backend);
+        black_box(&case.buf);
+        black_box(case.decode(backend));
+    }
+}

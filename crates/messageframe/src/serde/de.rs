@@ -1,0 +1,993 @@
+//! Frames into Rust values: `from_frame`, `from_view`.
+//!
+//! The deserializer walks the frame with a cursor: a frame written by
+//! `to_frame` (or by any writer that keeps each struct's fields together in
+//! field order) is read front to back, each field found at the cursor with
+//! one comparison. Anything else is found by a lookup (`Frame::find`, O(1);
+//! a scan in a `FrameView`), so the order of parameters never changes the
+//! result, only the speed.
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+
+use ::serde::de::value::BorrowedStrDeserializer;
+use ::serde::de::{self, DeserializeSeed, Visitor};
+use ::serde::forward_to_deserialize_any;
+
+use super::error::{Error, ErrorKind};
+use super::path::{join, same, under, within, IndexBuf};
+use crate::decode::{fast_value, read_value, WireValue};
+use crate::frame::Frame;
+use crate::key::SEPARATOR_BYTE;
+use crate::utf8::str_from;
+use crate::value::ValueRef;
+use crate::view::FrameView;
+use crate::wire::read::Reader;
+
+type Result<T> = std::result::Result<T, Error>;
+type Entry<'de> = (&'de str, &'de str, ValueRef<'de>);
+
+thread_local! {
+    /// The device path buffer, reused across calls.
+    static PATH: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Where the parameters come from: an owned frame or a view.
+pub(crate) trait Source<'de> {
+    /// The parameter at the cursor.
+    fn peek(&mut self) -> Option<Entry<'de>>;
+    /// Moves the cursor past the parameter `peek` returned.
+    fn bump(&mut self);
+    /// The value of `(device, param)` anywhere in the frame; the cursor
+    /// moves past it.
+    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>>;
+    /// Moves the cursor to the first parameter whose device is `path` or
+    /// below it; `false` (cursor unmoved) if there is none.
+    fn seek_device(&mut self, path: &str) -> bool;
+    /// The data of the first attachment named `name`.
+    fn attachment(&self, name: &str) -> Option<&'de [u8]>;
+    /// Parameters and attachments in all: no sequence can be longer.
+    fn bound(&self) -> usize;
+    /// Every parameter, in order.
+    fn scan(&self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>));
+}
+
+pub(crate) struct FrameSource<'de> {
+    frame: &'de Frame,
+    pos: usize,
+    /// The entry at `pos`, once read (a field's check, the end of a
+    /// container and the next field all look at the same entry).
+    peeked: Option<Entry<'de>>,
+}
+
+impl<'de> FrameSource<'de> {
+    pub(crate) fn new(frame: &'de Frame) -> Self {
+        FrameSource {
+            frame,
+            pos: 0,
+            peeked: None,
+        }
+    }
+}
+
+impl<'de> Source<'de> for FrameSource<'de> {
+    #[inline]
+    fn peek(&mut self) -> Option<Entry<'de>> {
+        if self.peeked.is_none() {
+            let params = self.frame.params();
+            let e = params.entries().get(self.pos)?;
+            let (d, p) = params.parts(e);
+            self.peeked = Some((d, p, params.value(e)));
+        }
+        self.peeked
+    }
+
+    #[inline]
+    fn bump(&mut self) {
+        self.pos += 1;
+        self.peeked = None;
+    }
+
+    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        let params = self.frame.params();
+        let i = params.position(device, param, None)?;
+        self.pos = i + 1;
+        self.peeked = None;
+        Some(params.get(i))
+    }
+
+    fn seek_device(&mut self, path: &str) -> bool {
+        let params = self.frame.params();
+        match params
+            .entries()
+            .iter()
+            .position(|e| within(params.parts(e).0, path))
+        {
+            Some(i) => {
+                self.pos = i;
+                self.peeked = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn attachment(&self, name: &str) -> Option<&'de [u8]> {
+        self.frame.attachment(name).map(|b| &b[..])
+    }
+
+    fn bound(&self) -> usize {
+        self.frame.len() + self.frame.attachment_count()
+    }
+
+    fn scan(&self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
+        for (d, p, v) in self.frame.iter() {
+            f(d, p, v);
+        }
+    }
+}
+
+pub(crate) struct ViewSource<'de> {
+    view: FrameView<'de>,
+    /// Byte offset of the parameter at the cursor, and how many remain.
+    at: usize,
+    remaining: usize,
+    /// The parameter at the cursor and the offset after it, once read.
+    peeked: Option<(Entry<'de>, usize)>,
+}
+
+impl<'de> ViewSource<'de> {
+    pub(crate) fn new(view: &FrameView<'de>) -> Self {
+        let (at, remaining) = view.params_span();
+        ViewSource {
+            view: *view,
+            at,
+            remaining,
+            peeked: None,
+        }
+    }
+
+    /// The parameter at byte `at` of the validated frame and the offset
+    /// after it. Keys and values in the forms encoders write (fixstr keys,
+    /// `fixarray(2)` pairs) are read directly; anything else through the
+    /// general reader. The frame was validated when the view was made, so
+    /// these reads succeed; should one fail anyway, the parameters end.
+    #[inline]
+    fn entry_at(&self, at: usize) -> Option<(Entry<'de>, usize)> {
+        let bytes = self.view.as_bytes();
+        let (key, v) = match *bytes.get(at)? {
+            m @ 0xa0..=0xbf => {
+                let end = at + 1 + usize::from(m & 0x1f);
+                (bytes.get(at + 1..end)?, end)
+            }
+            _ => {
+                let mut r = Reader::validated(bytes, at);
+                let key = r.str_bytes().ok()?;
+                (key, r.pos())
+            }
+        };
+        let (value, next) = match fast_value(bytes, v, usize::MAX) {
+            Some((WireValue::Int(x), end)) => (ValueRef::Int(x), end),
+            Some((WireValue::Double(x), end)) => (ValueRef::Double(x), end),
+            Some((WireValue::Bool(x), end)) => (ValueRef::Bool(x), end),
+            Some((WireValue::Str(b), end)) => (ValueRef::String(str_from(b).ok()?), end),
+            _ => {
+                let mut r = Reader::validated(bytes, v);
+                let value = read_value(&mut r).ok()?;
+                (value, r.pos())
+            }
+        };
+        let key = str_from(key).ok()?;
+        // Keys are short: a byte loop beats a call to `memchr`.
+        let (d, p) = match key.bytes().position(|b| b == SEPARATOR_BYTE) {
+            Some(i) => (&key[..i], &key[i + 1..]),
+            None => ("", key),
+        };
+        Some(((d, p, value), next))
+    }
+
+    /// Every parameter from the first: `(offset, remaining, entry, next)`.
+    fn walk(&self, mut f: impl FnMut(usize, usize, Entry<'de>) -> bool) {
+        let (mut at, mut remaining) = self.view.params_span();
+        while remaining > 0 {
+            let Some((entry, next)) = self.entry_at(at) else {
+                return;
+            };
+            if f(at, remaining, entry) {
+                return;
+            }
+            at = next;
+            remaining -= 1;
+        }
+    }
+}
+
+impl<'de> Source<'de> for ViewSource<'de> {
+    #[inline]
+    fn peek(&mut self) -> Option<Entry<'de>> {
+        if let Some((entry, _)) = self.peeked {
+            return Some(entry);
+        }
+        if self.remaining == 0 {
+            return None;
+        }
+        let Some(read) = self.entry_at(self.at) else {
+            self.remaining = 0;
+            return None;
+        };
+        self.peeked = Some(read);
+        Some(read.0)
+    }
+
+    #[inline]
+    fn bump(&mut self) {
+        if self.peeked.is_none() && self.peek().is_none() {
+            return;
+        }
+        if let Some((_, next)) = self.peeked.take() {
+            self.at = next;
+            self.remaining -= 1;
+        }
+    }
+
+    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        let mut found = None;
+        self.walk(|at, remaining, (d, p, v)| {
+            if same(d, device) && same(p, param) {
+                found = Some((at, remaining, v));
+                return true;
+            }
+            false
+        });
+        let (at, remaining, v) = found?;
+        self.at = at;
+        self.remaining = remaining;
+        self.peeked = None;
+        self.bump();
+        Some(v)
+    }
+
+    fn seek_device(&mut self, path: &str) -> bool {
+        let mut found = None;
+        self.walk(|at, remaining, (d, _, _)| {
+            if within(d, path) {
+                found = Some((at, remaining));
+                return true;
+            }
+            false
+        });
+        match found {
+            Some((at, remaining)) => {
+                self.at = at;
+                self.remaining = remaining;
+                self.peeked = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn attachment(&self, name: &str) -> Option<&'de [u8]> {
+        self.view.attachment(name)
+    }
+
+    fn bound(&self) -> usize {
+        self.view.len() + self.view.attachment_count()
+    }
+
+    fn scan(&self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
+        self.walk(|_, _, (d, p, v)| {
+            f(d, p, v);
+            false
+        });
+    }
+}
+
+/// Deserializes a `T` from `src`.
+pub(crate) fn from_source<'de, T, S>(src: S) -> Result<T>
+where
+    T: de::Deserialize<'de>,
+    S: Source<'de>,
+{
+    let mut path = PATH.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    path.clear();
+    let mut de = De {
+        src,
+        path,
+        _de: PhantomData,
+    };
+    let result = T::deserialize(Top(&mut de));
+    PATH.with(|p| *p.borrow_mut() = de.path);
+    result
+}
+
+struct De<'de, S> {
+    src: S,
+    /// The device of the container being read.
+    path: String,
+    _de: PhantomData<&'de ()>,
+}
+
+/// What the frame holds for a field.
+#[derive(Clone, Copy)]
+enum Found<'de> {
+    /// A parameter at the field's own key.
+    Scalar(ValueRef<'de>),
+    /// No parameter, but a device of the field's name (a nested struct,
+    /// map or sequence).
+    Container,
+    /// An attachment of the field's path.
+    Attachment(&'de [u8]),
+    Absent,
+}
+
+impl<'de, S: Source<'de>> De<'de, S> {
+    /// What the frame holds for field `seg` of the container `self.path`.
+    fn locate(&mut self, seg: &str) -> Found<'de> {
+        if let Some((d, p, v)) = self.src.peek() {
+            if same(p, seg) && same(d, &self.path) {
+                self.src.bump();
+                return Found::Scalar(v);
+            }
+            if under(d, &self.path, seg) {
+                return Found::Container;
+            }
+        }
+        if let Some(v) = self.src.find(&self.path, seg) {
+            return Found::Scalar(v);
+        }
+        let base = self.path.len();
+        join(&mut self.path, seg);
+        let found = if let Some(a) = self.src.attachment(&self.path) {
+            Found::Attachment(a)
+        } else if self.src.seek_device(&self.path) {
+            Found::Container
+        } else {
+            Found::Absent
+        };
+        self.path.truncate(base);
+        found
+    }
+
+    /// Moves the cursor past the parameters under `self.path` (what a
+    /// container's reader did not consume: fields the type does not have).
+    fn skip_within(&mut self) {
+        while let Some((d, _, _)) = self.src.peek() {
+            if within(d, &self.path) && !(self.path.is_empty() && d.is_empty()) {
+                self.src.bump();
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn path_of(&mut self, base: usize, seg: &str) -> String {
+        self.path.truncate(base);
+        let mut p = self.path.clone();
+        join(&mut p, seg);
+        p
+    }
+}
+
+/// The top level: a struct or a map at device `""`.
+struct Top<'a, 'de, S>(&'a mut De<'de, S>);
+
+const TOP: &str = "a top level that is not a struct or a map";
+
+macro_rules! top_unsupported {
+    ($($name:ident),*) => {$(
+        fn $name<V: Visitor<'de>>(self, _: V) -> Result<V::Value> {
+            Err(Error::new(ErrorKind::Unsupported(TOP)))
+        }
+    )*};
+}
+
+impl<'de, S: Source<'de>> de::Deserializer<'de> for Top<'_, 'de, S> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        self.deserialize_map(visitor)
+    }
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_map(MapDe::new(self.0, None))
+    }
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        visitor.visit_map(StructDe {
+            base: self.0.path.len(),
+            de: self.0,
+            fields,
+            next: 0,
+            found: Found::Absent,
+            seg: "",
+        })
+    }
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        visitor.visit_newtype_struct(self)
+    }
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_some(self)
+    }
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_unit()
+    }
+    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value> {
+        Err(Error::new(ErrorKind::Unsupported(TOP)))
+    }
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: usize,
+        _: V,
+    ) -> Result<V::Value> {
+        Err(Error::new(ErrorKind::Unsupported(TOP)))
+    }
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value> {
+        Err(Error::new(ErrorKind::Unsupported(TOP)))
+    }
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value> {
+        Err(Error::new(ErrorKind::Unsupported(TOP)))
+    }
+    top_unsupported!(
+        deserialize_bool,
+        deserialize_i8,
+        deserialize_i16,
+        deserialize_i32,
+        deserialize_i64,
+        deserialize_u8,
+        deserialize_u16,
+        deserialize_u32,
+        deserialize_u64,
+        deserialize_f32,
+        deserialize_f64,
+        deserialize_char,
+        deserialize_str,
+        deserialize_string,
+        deserialize_bytes,
+        deserialize_byte_buf,
+        deserialize_unit,
+        deserialize_seq,
+        deserialize_identifier
+    );
+}
+
+/// A struct's fields, looked up by name in field order.
+struct StructDe<'a, 'de, S> {
+    de: &'a mut De<'de, S>,
+    base: usize,
+    fields: &'static [&'static str],
+    next: usize,
+    found: Found<'de>,
+    seg: &'static str,
+}
+
+impl<'de, S: Source<'de>> de::MapAccess<'de> for StructDe<'_, 'de, S> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        while let Some(&name) = self.fields.get(self.next) {
+            self.next += 1;
+            self.de.path.truncate(self.base);
+            let found = self.de.locate(name);
+            if !matches!(found, Found::Absent) {
+                self.found = found;
+                self.seg = name;
+                return seed
+                    .deserialize(BorrowedStrDeserializer::<Error>::new(name))
+                    .map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
+        let (base, seg) = (self.base, self.seg);
+        self.de.path.truncate(base);
+        seed.deserialize(Value {
+            de: &mut *self.de,
+            base,
+            seg,
+            found: self.found,
+        })
+        .map_err(|e| e.at(|| self.de.path_of(base, seg)))
+    }
+}
+
+/// A sequence's elements: `0`, `1`, … below its device.
+struct SeqDe<'a, 'de, S> {
+    de: &'a mut De<'de, S>,
+    base: usize,
+    next: usize,
+    /// The recorded length; without one, elements are read until the
+    /// first absent index.
+    len: Option<usize>,
+}
+
+impl<'de, S: Source<'de>> de::SeqAccess<'de> for SeqDe<'_, 'de, S> {
+    type Error = Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
+        if self.len.is_some_and(|n| self.next >= n) {
+            return Ok(None);
+        }
+        let index = IndexBuf::new(self.next);
+        let seg = index.as_str();
+        self.next += 1;
+        self.de.path.truncate(self.base);
+        let found = self.de.locate(seg);
+        if self.len.is_none() && matches!(found, Found::Absent) {
+            return Ok(None);
+        }
+        let base = self.base;
+        seed.deserialize(Value {
+            de: &mut *self.de,
+            base,
+            seg,
+            found,
+        })
+        .map(Some)
+        .map_err(|e| e.at(|| self.de.path_of(base, seg)))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.len.map(|n| n.saturating_sub(self.next))
+    }
+}
+
+/// A map's entries: the parameters of its device (scalar values) and the
+/// devices below it (container values), keyed by name.
+struct MapDe<'a, 'de, S> {
+    de: &'a mut De<'de, S>,
+    base: usize,
+    len: Option<usize>,
+    yielded: usize,
+    /// Entries found after the run at the cursor ended (the map's entries
+    /// were not all together), with the keys the run gave.
+    rest: Option<std::vec::IntoIter<(&'de str, Found<'de>)>>,
+    run_keys: Vec<&'de str>,
+    key: &'de str,
+    found: Found<'de>,
+}
+
+impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
+    fn new(de: &'a mut De<'de, S>, len: Option<usize>) -> Self {
+        MapDe {
+            base: de.path.len(),
+            de,
+            len,
+            yielded: 0,
+            rest: None,
+            run_keys: Vec::new(),
+            key: "",
+            found: Found::Absent,
+        }
+    }
+
+    /// The next entry of the run at the cursor.
+    fn run_entry(&mut self) -> Option<(&'de str, Found<'de>)> {
+        let (d, p, v) = self.de.src.peek()?;
+        let path = &self.de.path;
+        if same(d, path) {
+            self.de.src.bump();
+            return Some((p, Found::Scalar(v)));
+        }
+        if within(d, path) {
+            let rest = if path.is_empty() {
+                d
+            } else {
+                &d[path.len() + 1..]
+            };
+            let seg = rest.split('.').next().unwrap_or(rest);
+            return Some((seg, Found::Container));
+        }
+        None
+    }
+
+    /// Every entry of the map in the frame that the run did not give.
+    fn collect_rest(&mut self) -> Vec<(&'de str, Found<'de>)> {
+        let mut rest: Vec<(&'de str, Found<'de>)> = Vec::new();
+        let path = self.de.path.as_str();
+        let run_keys = &self.run_keys;
+        self.de.src.scan(&mut |d, p, v| {
+            let entry = if d == path {
+                (p, Found::Scalar(v))
+            } else if within(d, path) {
+                let tail = if path.is_empty() {
+                    d
+                } else {
+                    &d[path.len() + 1..]
+                };
+                (tail.split('.').next().unwrap_or(tail), Found::Container)
+            } else {
+                return;
+            };
+            if !run_keys.contains(&entry.0) && !rest.iter().any(|(k, _)| *k == entry.0) {
+                rest.push(entry);
+            }
+        });
+        rest
+    }
+}
+
+impl<'de, S: Source<'de>> de::MapAccess<'de> for MapDe<'_, 'de, S> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        if self.len.is_some_and(|n| self.yielded >= n) {
+            return Ok(None);
+        }
+        self.de.path.truncate(self.base);
+        let entry = match &mut self.rest {
+            Some(rest) => rest.next(),
+            None => match self.run_entry() {
+                Some(e) => {
+                    self.run_keys.push(e.0);
+                    Some(e)
+                }
+                None => {
+                    let mut rest = self.collect_rest().into_iter();
+                    let next = rest.next();
+                    self.rest = Some(rest);
+                    next
+                }
+            },
+        };
+        let Some((key, found)) = entry else {
+            return Ok(None);
+        };
+        self.yielded += 1;
+        self.key = key;
+        self.found = found;
+        seed.deserialize(Key(key)).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
+        let (base, seg) = (self.base, self.key);
+        self.de.path.truncate(base);
+        let value = seed
+            .deserialize(Value {
+                de: &mut *self.de,
+                base,
+                seg,
+                found: self.found,
+            })
+            .map_err(|e| e.at(|| self.de.path_of(base, seg)))?;
+        if matches!(self.found, Found::Container) && self.rest.is_none() {
+            // Whatever the value's reader left of its device (all of it,
+            // if it ignored the value) is skipped, so the run moves on.
+            self.de.path.truncate(base);
+            join(&mut self.de.path, seg);
+            self.de.skip_within();
+            self.de.path.truncate(base);
+        }
+        Ok(value)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.len.map(|n| n.saturating_sub(self.yielded))
+    }
+}
+
+/// The value of field `seg` of the container at `de.path[..base]`.
+struct Value<'a, 'de, S> {
+    de: &'a mut De<'de, S>,
+    base: usize,
+    seg: &'a str,
+    found: Found<'de>,
+}
+
+fn found_name(found: &Found<'_>) -> &'static str {
+    match found {
+        Found::Scalar(v) => v.value_type().name(),
+        Found::Container => "a device",
+        Found::Attachment(_) => "an attachment",
+        Found::Absent => "nothing",
+    }
+}
+
+impl<'a, 'de, S: Source<'de>> Value<'a, 'de, S> {
+    fn scalar(&self, expected: &'static str) -> Result<ValueRef<'de>> {
+        match self.found {
+            Found::Scalar(v) => Ok(v),
+            Found::Absent => Err(Error::new(ErrorKind::Missing)),
+            other => Err(Error::mismatch(expected, found_name(&other))),
+        }
+    }
+
+    fn int<T: TryFrom<i64>>(&self, name: &'static str) -> Result<T> {
+        match self.scalar(name)? {
+            ValueRef::Int(v) => T::try_from(v).map_err(|_| {
+                Error::new(ErrorKind::IntegerOutOfRange {
+                    value: v.into(),
+                    target: name,
+                })
+            }),
+            other => Err(Error::mismatch(name, other.value_type().name())),
+        }
+    }
+
+    /// A sequence's or map's recorded length, if the frame has one.
+    fn len(&self, expected: &'static str) -> Result<Option<usize>> {
+        match self.found {
+            Found::Scalar(ValueRef::Int(n)) => match usize::try_from(n) {
+                Ok(len) if len <= self.de.src.bound() => Ok(Some(len)),
+                _ => Err(Error::new(ErrorKind::InvalidLength(n))),
+            },
+            Found::Container => Ok(None),
+            Found::Absent => Err(Error::new(ErrorKind::Missing)),
+            other => Err(Error::mismatch(expected, found_name(&other))),
+        }
+    }
+
+    /// Makes the field's device the current one.
+    fn enter(&mut self) -> usize {
+        self.de.path.truncate(self.base);
+        join(&mut self.de.path, self.seg);
+        self.de.path.len()
+    }
+
+    /// Back to the parent, past what the container's reader left.
+    fn leave(&mut self) {
+        self.de.skip_within();
+        self.de.path.truncate(self.base);
+    }
+}
+
+macro_rules! ints {
+    ($($name:ident $visit:ident $t:ty),*) => {$(
+        fn $name<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+            visitor.$visit(self.int::<$t>(stringify!($t))?)
+        }
+    )*};
+}
+
+impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.found {
+            Found::Scalar(ValueRef::Int(v)) => visitor.visit_i64(v),
+            Found::Scalar(ValueRef::Double(v)) => visitor.visit_f64(v),
+            Found::Scalar(ValueRef::String(v)) => visitor.visit_borrowed_str(v),
+            Found::Scalar(ValueRef::Bool(v)) => visitor.visit_bool(v),
+            Found::Scalar(_) => Err(Error::mismatch("a known value type", "unknown")),
+            Found::Container => self.deserialize_map(visitor),
+            Found::Attachment(a) => visitor.visit_borrowed_bytes(a),
+            Found::Absent => Err(Error::new(ErrorKind::Missing)),
+        }
+    }
+
+    ints!(
+        deserialize_i8 visit_i8 i8,
+        deserialize_i16 visit_i16 i16,
+        deserialize_i32 visit_i32 i32,
+        deserialize_i64 visit_i64 i64,
+        deserialize_u8 visit_u8 u8,
+        deserialize_u16 visit_u16 u16,
+        deserialize_u32 visit_u32 u32,
+        deserialize_u64 visit_u64 u64,
+        deserialize_i128 visit_i128 i128,
+        deserialize_u128 visit_u128 u128
+    );
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.scalar("bool")? {
+            ValueRef::Bool(v) => visitor.visit_bool(v),
+            other => Err(Error::mismatch("bool", other.value_type().name())),
+        }
+    }
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.scalar("f64")? {
+            ValueRef::Double(v) => visitor.visit_f64(v),
+            other => Err(Error::mismatch("f64", other.value_type().name())),
+        }
+    }
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.scalar("f32")? {
+            // Narrowed as `as` does (to the nearest f32): an f32 written
+            // by `to_frame` comes back exactly.
+            ValueRef::Double(v) => visitor.visit_f32(v as f32),
+            other => Err(Error::mismatch("f32", other.value_type().name())),
+        }
+    }
+    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.scalar("a char")? {
+            ValueRef::String(s) => {
+                let mut chars = s.chars();
+                match (chars.next(), chars.next()) {
+                    (Some(c), None) => visitor.visit_char(c),
+                    _ => Err(Error::mismatch("a char", "a longer or empty string")),
+                }
+            }
+            other => Err(Error::mismatch("a char", other.value_type().name())),
+        }
+    }
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.scalar("a string")? {
+            ValueRef::String(s) => visitor.visit_borrowed_str(s),
+            other => Err(Error::mismatch("a string", other.value_type().name())),
+        }
+    }
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        self.deserialize_str(visitor)
+    }
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        self.deserialize_str(visitor)
+    }
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.found {
+            Found::Attachment(a) => visitor.visit_borrowed_bytes(a),
+            Found::Absent => Err(Error::new(ErrorKind::Missing)),
+            other => Err(Error::mismatch("bytes (an attachment)", found_name(&other))),
+        }
+    }
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        self.deserialize_bytes(visitor)
+    }
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.found {
+            Found::Absent => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_unit()
+    }
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        visitor.visit_unit()
+    }
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        visitor.visit_newtype_struct(self)
+    }
+    fn deserialize_seq<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value> {
+        let len = self.len("a sequence")?;
+        let base = self.enter();
+        let value = visitor.visit_seq(SeqDe {
+            de: &mut *self.de,
+            base,
+            next: 0,
+            len,
+        })?;
+        self.leave();
+        Ok(value)
+    }
+    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, visitor: V) -> Result<V::Value> {
+        self.deserialize_seq(visitor)
+    }
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: usize,
+        visitor: V,
+    ) -> Result<V::Value> {
+        self.deserialize_seq(visitor)
+    }
+    fn deserialize_map<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value> {
+        let len = self.len("a map")?;
+        self.enter();
+        let value = visitor.visit_map(MapDe::new(&mut *self.de, len))?;
+        self.leave();
+        Ok(value)
+    }
+    fn deserialize_struct<V: Visitor<'de>>(
+        mut self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        match self.found {
+            Found::Container => {}
+            Found::Absent => return Err(Error::new(ErrorKind::Missing)),
+            other => return Err(Error::mismatch("a struct (a device)", found_name(&other))),
+        }
+        let base = self.enter();
+        let value = visitor.visit_map(StructDe {
+            de: &mut *self.de,
+            base,
+            fields,
+            next: 0,
+            found: Found::Absent,
+            seg: "",
+        })?;
+        self.leave();
+        Ok(value)
+    }
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        match self.scalar("a unit variant name (a string)")? {
+            ValueRef::String(s) => visitor.visit_enum(BorrowedStrDeserializer::<Error>::new(s)),
+            other => Err(Error::mismatch(
+                "a unit variant name (a string)",
+                other.value_type().name(),
+            )),
+        }
+    }
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_unit()
+    }
+}
+
+/// A map key: a string, or an integer written in decimal.
+struct Key<'de>(&'de str);
+
+macro_rules! key_ints {
+    ($($name:ident $visit:ident $t:ty),*) => {$(
+        fn $name<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+            match self.0.parse::<$t>() {
+                Ok(v) => visitor.$visit(v),
+                Err(_) => Err(Error::mismatch(
+                    concat!("a map key that is a ", stringify!($t)),
+                    "another string",
+                )),
+            }
+        }
+    )*};
+}
+
+impl<'de> de::Deserializer<'de> for Key<'de> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_borrowed_str(self.0)
+    }
+
+    key_ints!(
+        deserialize_i8 visit_i8 i8,
+        deserialize_i16 visit_i16 i16,
+        deserialize_i32 visit_i32 i32,
+        deserialize_i64 visit_i64 i64,
+        deserialize_i128 visit_i128 i128,
+        deserialize_u8 visit_u8 u8,
+        deserialize_u16 visit_u16 u16,
+        deserialize_u32 visit_u32 u32,
+        deserialize_u64 visit_u64 u64,
+        deserialize_u128 visit_u128 u128
+    );
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        visitor.visit_enum(BorrowedStrDeserializer::<Error>::new(self.0))
+    }
+
+    forward_to_deserialize_any! {
+        bool f32 f64 char str string bytes byte_buf option unit unit_struct
+        seq tuple tuple_struct map struct identifier ignored_any
+    }
+}

@@ -1,0 +1,660 @@
+//! Rust values into frames: `to_frame`, `to_frame_into`.
+
+use std::cell::RefCell;
+
+use ::serde::ser::{self, Impossible, Serialize};
+
+use super::error::{Error, ErrorKind};
+use super::path::{check_device_segment, check_param, join, IndexBuf};
+use crate::frame::Frame;
+use crate::value::ValueRef;
+
+type Result<T> = std::result::Result<T, Error>;
+
+const DATA_VARIANT: &str =
+    "an enum variant with data (only unit variants map to strings; use #[serde(tag = \"...\")] for the others)";
+
+thread_local! {
+    /// The path and map-key buffers, reused across calls so that
+    /// serializing into a reused frame allocates nothing.
+    static BUFFERS: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+}
+
+/// Serializes `value` into `frame`, replacing its parameters and
+/// attachments (the header is kept, as [`Frame::clear`] keeps it). On error
+/// the frame is left empty, never half-filled.
+pub(crate) fn to_frame_into<T: ?Sized + Serialize>(value: &T, frame: &mut Frame) -> Result<()> {
+    frame.clear();
+    // Taken out of the thread-local (not borrowed across the call), so a
+    // `Serialize` impl that itself calls `to_frame` finds empty buffers
+    // instead of a borrow panic.
+    let (mut path, mut key) = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    path.clear();
+    key.clear();
+    let mut ser = Ser { frame, path, key };
+    let result = value.serialize(Top(&mut ser));
+    let Ser { frame, path, key } = ser;
+    BUFFERS.with(|b| *b.borrow_mut() = (path, key));
+    if result.is_err() {
+        frame.clear();
+    }
+    result
+}
+
+struct Ser<'f> {
+    frame: &'f mut Frame,
+    /// The device of the container being written: field names and map keys
+    /// joined by `.`.
+    path: String,
+    /// Scratch for a map key between `serialize_key` and `serialize_value`.
+    key: String,
+}
+
+impl Ser<'_> {
+    /// Enters the container `seg` of the current one; returns the length to
+    /// truncate back to.
+    fn enter(&mut self, seg: &str) -> Result<usize> {
+        check_device_segment(seg)?;
+        let base = self.path.len();
+        join(&mut self.path, seg);
+        Ok(base)
+    }
+
+    #[inline]
+    fn put(&mut self, param: &str, value: ValueRef<'_>) -> Result<()> {
+        // Below a device, a U+001F in the parameter is harmless: the key
+        // splits at its first separator, which follows the device (whose
+        // segments were checked).
+        if self.path.is_empty() {
+            check_param(param)?;
+        }
+        self.frame.add(&self.path, param, value);
+        Ok(())
+    }
+
+    /// A length, as the Int64 at the collection's own key.
+    fn put_len(&mut self, base: usize, len: usize) -> Result<()> {
+        let len = i64::try_from(len).map_err(|_| {
+            Error::new(ErrorKind::IntegerOutOfRange {
+                value: len as i128,
+                target: "int64",
+            })
+        })?;
+        let (device, seg) = split_last(&self.path, base);
+        self.frame.add(device, seg, len);
+        Ok(())
+    }
+
+    /// The path of `seg` in the current container, for an error.
+    fn path_of(&mut self, base: usize, seg: &str) -> String {
+        self.path.truncate(base);
+        let mut p = self.path.clone();
+        join(&mut p, seg);
+        p
+    }
+}
+
+/// `(device, last segment)` of a path whose last segment starts after
+/// `base` (a `.` separates them unless `base` is 0).
+fn split_last(path: &str, base: usize) -> (&str, &str) {
+    let seg_start = if base == 0 { 0 } else { base + 1 };
+    (&path[..base], &path[seg_start..])
+}
+
+/// The top level: a struct or a map; its scalar fields go to device `""`.
+struct Top<'a, 'f>(&'a mut Ser<'f>);
+
+/// A value at `(ser.path, seg)`.
+struct Field<'a, 'f> {
+    ser: &'a mut Ser<'f>,
+    seg: &'a str,
+}
+
+/// Serializes `value` as the field `seg` of the current container, giving
+/// an error without a path this field's path.
+fn field<T: ?Sized + Serialize>(ser: &mut Ser<'_>, seg: &str, value: &T) -> Result<()> {
+    let base = ser.path.len();
+    value
+        .serialize(Field {
+            ser: &mut *ser,
+            seg,
+        })
+        .map_err(|e| e.at(|| ser.path_of(base, seg)))
+}
+
+macro_rules! top_unsupported {
+    ($($name:ident($($arg:ty),*)),* $(,)?) => {$(
+        fn $name(self, $(_: $arg),*) -> Result<()> {
+            Err(Error::new(ErrorKind::Unsupported(TOP)))
+        }
+    )*};
+}
+
+const TOP: &str = "a top level that is not a struct or a map";
+
+impl<'a, 'f> ser::Serializer for Top<'a, 'f> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Impossible<(), Error>;
+    type SerializeTuple = Impossible<(), Error>;
+    type SerializeTupleStruct = Impossible<(), Error>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = MapSer<'a, 'f>;
+    type SerializeStruct = StructSer<'a, 'f>;
+    type SerializeStructVariant = Impossible<(), Error>;
+
+    top_unsupported!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_str(&str),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str),
+        serialize_unit_variant(&'static str, u32, &'static str),
+    );
+
+    fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<()> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<()> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<()> {
+        Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> {
+        Err(Error::new(ErrorKind::Unsupported(TOP)))
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> {
+        Err(Error::new(ErrorKind::Unsupported(TOP)))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct> {
+        Err(Error::new(ErrorKind::Unsupported(TOP)))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant> {
+        Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
+        Ok(MapSer {
+            base: self.0.path.len(),
+            ser: self.0,
+            len: None,
+        })
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
+        Ok(StructSer {
+            base: self.0.path.len(),
+            ser: self.0,
+        })
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant> {
+        Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
+    }
+}
+
+impl Field<'_, '_> {
+    fn int(self, v: i64) -> Result<()> {
+        self.ser.put(self.seg, ValueRef::Int(v))
+    }
+
+    fn wide(self, v: i128) -> Result<()> {
+        match i64::try_from(v) {
+            Ok(v) => self.int(v),
+            Err(_) => Err(Error::new(ErrorKind::IntegerOutOfRange {
+                value: v,
+                target: "int64",
+            })),
+        }
+    }
+}
+
+impl<'a, 'f> ser::Serializer for Field<'a, 'f> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = SeqSer<'a, 'f>;
+    type SerializeTuple = SeqSer<'a, 'f>;
+    type SerializeTupleStruct = SeqSer<'a, 'f>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = MapSer<'a, 'f>;
+    type SerializeStruct = StructSer<'a, 'f>;
+    type SerializeStructVariant = Impossible<(), Error>;
+
+    fn serialize_bool(self, v: bool) -> Result<()> {
+        self.ser.put(self.seg, ValueRef::Bool(v))
+    }
+    fn serialize_i8(self, v: i8) -> Result<()> {
+        self.int(v.into())
+    }
+    fn serialize_i16(self, v: i16) -> Result<()> {
+        self.int(v.into())
+    }
+    fn serialize_i32(self, v: i32) -> Result<()> {
+        self.int(v.into())
+    }
+    fn serialize_i64(self, v: i64) -> Result<()> {
+        self.int(v)
+    }
+    fn serialize_i128(self, v: i128) -> Result<()> {
+        self.wide(v)
+    }
+    fn serialize_u8(self, v: u8) -> Result<()> {
+        self.int(v.into())
+    }
+    fn serialize_u16(self, v: u16) -> Result<()> {
+        self.int(v.into())
+    }
+    fn serialize_u32(self, v: u32) -> Result<()> {
+        self.int(v.into())
+    }
+    fn serialize_u64(self, v: u64) -> Result<()> {
+        self.wide(v.into())
+    }
+    fn serialize_u128(self, v: u128) -> Result<()> {
+        match i128::try_from(v) {
+            Ok(v) => self.wide(v),
+            // Beyond i128 as well: report the largest value that says so.
+            Err(_) => Err(Error::new(ErrorKind::IntegerOutOfRange {
+                value: i128::MAX,
+                target: "int64",
+            })),
+        }
+    }
+    fn serialize_f32(self, v: f32) -> Result<()> {
+        self.ser.put(self.seg, ValueRef::Double(v.into()))
+    }
+    fn serialize_f64(self, v: f64) -> Result<()> {
+        self.ser.put(self.seg, ValueRef::Double(v))
+    }
+    fn serialize_char(self, v: char) -> Result<()> {
+        let mut buf = [0u8; 4];
+        self.ser
+            .put(self.seg, ValueRef::String(v.encode_utf8(&mut buf)))
+    }
+    fn serialize_str(self, v: &str) -> Result<()> {
+        self.ser.put(self.seg, ValueRef::String(v))
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<()> {
+        check_param(self.seg)?;
+        let base = self.ser.path.len();
+        join(&mut self.ser.path, self.seg);
+        self.ser.frame.add_attachment_copy(&self.ser.path, v);
+        self.ser.path.truncate(base);
+        Ok(())
+    }
+    fn serialize_none(self) -> Result<()> {
+        Ok(())
+    }
+    fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<()> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<()> {
+        Err(Error::new(ErrorKind::Unsupported("a unit value")))
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<()> {
+        Err(Error::new(ErrorKind::Unsupported("a unit struct")))
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<()> {
+        self.ser.put(self.seg, ValueRef::String(variant))
+    }
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<()> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<()> {
+        Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
+    }
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq> {
+        let base = self.ser.enter(self.seg)?;
+        if let Some(n) = len {
+            self.ser.put_len(base, n)?;
+        }
+        Ok(SeqSer {
+            ser: self.ser,
+            base,
+            next: 0,
+            len_written: len.is_some(),
+        })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleStruct> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant> {
+        Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
+    }
+    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap> {
+        let base = self.ser.enter(self.seg)?;
+        if let Some(n) = len {
+            self.ser.put_len(base, n)?;
+        }
+        Ok(MapSer {
+            ser: self.ser,
+            base,
+            len: if len.is_some() { None } else { Some(0) },
+        })
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
+        let base = self.ser.enter(self.seg)?;
+        Ok(StructSer {
+            ser: self.ser,
+            base,
+        })
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant> {
+        Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
+    }
+}
+
+/// The elements of a sequence, tuple or tuple struct: params or devices
+/// `0`, `1`, … under the sequence's own device.
+pub(crate) struct SeqSer<'a, 'f> {
+    ser: &'a mut Ser<'f>,
+    base: usize,
+    next: usize,
+    len_written: bool,
+}
+
+impl SeqSer<'_, '_> {
+    fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        let index = IndexBuf::new(self.next);
+        self.next += 1;
+        field(self.ser, index.as_str(), value)
+    }
+
+    fn finish(self) -> Result<()> {
+        // A sequence of unknown length records it after its elements.
+        if !self.len_written {
+            self.ser.put_len(self.base, self.next)?;
+        }
+        self.ser.path.truncate(self.base);
+        Ok(())
+    }
+}
+
+impl ser::SerializeSeq for SeqSer<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        self.element(value)
+    }
+    fn end(self) -> Result<()> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTuple for SeqSer<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        self.element(value)
+    }
+    fn end(self) -> Result<()> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleStruct for SeqSer<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        self.element(value)
+    }
+    fn end(self) -> Result<()> {
+        self.finish()
+    }
+}
+
+/// A map's entries: key `k` is the param `k` (scalar values) or the device
+/// `…k` (containers).
+pub(crate) struct MapSer<'a, 'f> {
+    ser: &'a mut Ser<'f>,
+    base: usize,
+    /// Entries counted so far, when the length was not known up front (and
+    /// is written at the end); `None` when it was written already or the
+    /// map is the top level (which has no key of its own).
+    len: Option<usize>,
+}
+
+impl ser::SerializeMap for MapSer<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<()> {
+        self.ser.key.clear();
+        key.serialize(KeySer(&mut self.ser.key))
+            .map_err(|e| e.at(|| self.ser.path_of(self.base, "<key>")))
+    }
+
+    fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        let key = std::mem::take(&mut self.ser.key);
+        let result = field(self.ser, &key, value);
+        self.ser.key = key;
+        if let Some(n) = &mut self.len {
+            *n += 1;
+        }
+        result
+    }
+
+    fn end(self) -> Result<()> {
+        if let Some(n) = self.len {
+            self.ser.put_len(self.base, n)?;
+        }
+        self.ser.path.truncate(self.base);
+        Ok(())
+    }
+}
+
+/// A struct's fields: scalars are params of the struct's device, nested
+/// containers devices below it.
+pub(crate) struct StructSer<'a, 'f> {
+    ser: &'a mut Ser<'f>,
+    base: usize,
+}
+
+impl ser::SerializeStruct for StructSer<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<()> {
+        field(self.ser, name, value)
+    }
+
+    fn end(self) -> Result<()> {
+        self.ser.path.truncate(self.base);
+        Ok(())
+    }
+}
+
+/// A map key into a string: strings, chars and integers (in decimal).
+struct KeySer<'a>(&'a mut String);
+
+const KEY: &str = "a map key that is not a string, a char or an integer";
+
+macro_rules! key_ints {
+    ($($name:ident($t:ty)),*) => {$(
+        fn $name(self, v: $t) -> Result<()> {
+            use std::fmt::Write as _;
+            let _ = write!(self.0, "{v}");
+            Ok(())
+        }
+    )*};
+}
+
+macro_rules! key_unsupported {
+    ($($name:ident($($arg:ty),*)),* $(,)?) => {$(
+        fn $name(self, $(_: $arg),*) -> Result<()> {
+            Err(Error::new(ErrorKind::Unsupported(KEY)))
+        }
+    )*};
+}
+
+impl ser::Serializer for KeySer<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Impossible<(), Error>;
+    type SerializeTuple = Impossible<(), Error>;
+    type SerializeTupleStruct = Impossible<(), Error>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = Impossible<(), Error>;
+    type SerializeStruct = Impossible<(), Error>;
+    type SerializeStructVariant = Impossible<(), Error>;
+
+    key_ints!(
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_i128(i128),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_u128(u128)
+    );
+    key_unsupported!(
+        serialize_bool(bool),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str),
+    );
+
+    fn serialize_char(self, v: char) -> Result<()> {
+        self.0.push(v);
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<()> {
+        self.0.push_str(v);
+        Ok(())
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<()> {
+        self.0.push_str(variant);
+        Ok(())
+    }
+    fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<()> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<()> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<()> {
+        Err(Error::new(ErrorKind::Unsupported(KEY)))
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> {
+        Err(Error::new(ErrorKind::Unsupported(KEY)))
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> {
+        Err(Error::new(ErrorKind::Unsupported(KEY)))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct> {
+        Err(Error::new(ErrorKind::Unsupported(KEY)))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant> {
+        Err(Error::new(ErrorKind::Unsupported(KEY)))
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
+        Err(Error::new(ErrorKind::Unsupported(KEY)))
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
+        Err(Error::new(ErrorKind::Unsupported(KEY)))
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant> {
+        Err(Error::new(ErrorKind::Unsupported(KEY)))
+    }
+}
