@@ -2,6 +2,8 @@
 //! `messageframe::serde` (docs/serde.md), every error with its path, the
 //! JSON forms, and the round trip struct → frame → bytes → struct as a
 //! property.
+// The library's own run without `std` (.ci/run, "no_std") has no `serde`.
+#![cfg(feature = "serde")]
 
 use std::collections::{BTreeMap, HashMap};
 
