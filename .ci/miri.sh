@@ -23,6 +23,7 @@ miri_skip=(
     frames_views_and_errors_are_send_and_sync
     lookups_find_first_and_last_keys_below_and_above_the_index_threshold
     the_view_sees_the_same_content_as_the_owned_decode
+    attachments_copied_in_pieces_arrive_whole_in_the_frame_and_the_wire
 )
 rustup toolchain install "$miri_toolchain" --profile minimal --component miri,rust-src
 skip_args=()
