@@ -46,8 +46,9 @@
 //! The bound costs nothing measurable on honest keys: with random hashes a
 //! table at most half full rarely has a run longer than 32 slots (filling
 //! 1,024 keys into 2,048 slots, a simulation of random hashes puts one key
-//! in the tree in about 1 fill in 400, and 1 in 40 at 4,096 keys; one of
-//! 40 runs of `tests/alloc.rs` at 1,024 keys saw it); such a key takes the
+//! in the tree in about 1 fill in 400, and 1 in 40 at 4,096 keys; key.rs
+//! uses foldhash's `quality` variant because `fast` spread short keys far
+//! worse under some seeds, docs/security.md); such a key takes the
 //! tree and is still found; and the contiguous run saves the mask and the
 //! bounds check that each step of a wrapping probe paid. The tree costs no
 //! memory until a key needs it, except in a table sized ahead by a hint
