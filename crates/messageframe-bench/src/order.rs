@@ -123,13 +123,15 @@ pub enum OrderBackend {
     MfReused,
     /// messageframe, zero-copy `FrameView`.
     MfView,
-    /// The serde bridge: the derived struct through
-    /// `messageframe::serde::to_frame_into` (into a reused frame) and
-    /// `encode_into`, back through `FrameView::new` and `from_view` into a
-    /// new struct. The typed round trip the other serde backends make.
+    /// The serde bridge: the derived struct straight to a frame's bytes
+    /// (`messageframe::serde::to_bytes_into`, into the reused buffer), back
+    /// through `from_bytes` (one pass that checks the frame as it reads it)
+    /// into a new struct. The typed round trip the other serde backends
+    /// make.
     MfSerde,
-    /// The serde bridge as `MfSerde`, read back through `decode_from` into
-    /// a reused frame and `from_frame` instead of a view.
+    /// The serde bridge through a frame: `to_frame_into` (a reused frame)
+    /// and `encode_into`, back through `decode_from` into a reused frame and
+    /// `from_frame`.
     MfSerdeFrame,
     /// prost's generated `Order`.
     Prost,
@@ -180,7 +182,7 @@ impl OrderBackend {
             OrderBackend::Mf => "messageframe (new frame)",
             OrderBackend::MfReused => "messageframe (reused frame)",
             OrderBackend::MfView => "messageframe view",
-            OrderBackend::MfSerde => "messageframe via serde (struct to frame and back, view)",
+            OrderBackend::MfSerde => "messageframe via serde (struct to bytes and back)",
             OrderBackend::MfSerdeFrame => {
                 "messageframe via serde (struct to frame and back, reused frame)"
             }
@@ -212,12 +214,14 @@ impl OrderCase {
     #[must_use]
     pub fn new(n: usize) -> Self {
         let order = build_struct(n);
+        let frame = build_frame(&order);
         OrderCase {
             n,
             prost: build_prost(&order),
-            frame: build_frame(&order),
+            // Every messageframe backend writes the same header.
+            serde_frame: Frame::new(*frame.header()),
+            frame,
             reused: Frame::default(),
-            serde_frame: Frame::new(Header::new(300, 1, 1, 2)),
             last_item: format!("item{}", n.saturating_sub(1)),
             order,
             buf: Vec::new(),
@@ -246,7 +250,11 @@ impl OrderCase {
                     .encode_into(&mut self.buf)
                     .expect("the benchmark frames encode");
             }
-            OrderBackend::MfSerde | OrderBackend::MfSerdeFrame => {
+            OrderBackend::MfSerde => {
+                messageframe::serde::to_bytes_into(&self.order, self.frame.header(), &mut self.buf)
+                    .expect("the order maps to a frame");
+            }
+            OrderBackend::MfSerdeFrame => {
                 messageframe::serde::to_frame_into(&self.order, &mut self.serde_frame)
                     .expect("the order maps to a frame");
                 self.serde_frame
@@ -291,8 +299,8 @@ impl OrderCase {
                     .unwrap_or(0.0)
             }
             OrderBackend::MfSerde => {
-                let v = FrameView::new(&self.buf).expect("valid frame");
-                let o: Order = messageframe::serde::from_view(&v).expect("the order reads back");
+                let o: Order =
+                    messageframe::serde::from_bytes(&self.buf).expect("the order reads back");
                 o.items.last().map_or(0.0, |i| i.price)
             }
             OrderBackend::MfSerdeFrame => {
@@ -329,12 +337,20 @@ mod tests {
             let v = FrameView::new(&case.buf).unwrap();
             let back: Order = messageframe::serde::from_view(&v).unwrap();
             assert_eq!(back, case.order, "{n} items");
+            let direct: Order = messageframe::serde::from_bytes(&case.buf).unwrap();
+            assert_eq!(direct, case.order, "{n} items");
             assert_eq!(v.len(), 5 + 1 + 3 * n + 1 + 3, "{n} items");
             assert_eq!(
                 v.find(&format!("items.{}", n.saturating_sub(1)), "price")
                     .and_then(|p| p.as_f64()),
                 case.order.items.last().map(|i| i.price)
             );
+            // The bytes written directly are the frame's own encoding.
+            let direct_bytes = case.buf.clone();
+            case.encode(OrderBackend::MfSerdeFrame);
+            let first_difference = case.buf.iter().zip(&direct_bytes).position(|(a, b)| a != b);
+            assert_eq!(first_difference, None, "{n} items");
+            assert_eq!(case.buf.len(), direct_bytes.len(), "{n} items");
         }
     }
 }

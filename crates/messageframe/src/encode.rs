@@ -200,6 +200,52 @@ pub(crate) fn encode_frame_with<O: Out>(
     Ok(())
 }
 
+/// The `[tag, value]` pair of an Int64.
+#[inline(always)]
+pub(crate) fn write_int_pair(out: &mut impl Out, v: i64) {
+    if (0..0x80).contains(&v) {
+        out.extend_from_slice(&[0x92, TAG_INT, v as u8]);
+    } else {
+        out.extend_from_slice(&[0x92, TAG_INT]);
+        write_int(out, v);
+    }
+}
+
+/// The `[tag, value]` pair of a Double, in msgpack-c's form
+/// ([`double_repr`]).
+#[inline(always)]
+pub(crate) fn write_double_pair(out: &mut impl Out, v: f64) {
+    match double_repr(v) {
+        DoubleRepr::Float(f) => {
+            let b = f.to_bits().to_be_bytes();
+            out.extend_from_slice(&[
+                0x92, TAG_DOUBLE, 0xcb, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+            ]);
+        }
+        DoubleRepr::Uint(u) => {
+            out.extend_from_slice(&[0x92, TAG_DOUBLE]);
+            write_uint(out, u);
+        }
+        DoubleRepr::Int(i) => {
+            out.extend_from_slice(&[0x92, TAG_DOUBLE]);
+            write_int(out, i);
+        }
+    }
+}
+
+/// The `[tag, value]` pair of a Bool.
+#[inline(always)]
+pub(crate) fn write_bool_pair(out: &mut impl Out, v: bool) {
+    out.extend_from_slice(&[0x92, TAG_BOOL, if v { 0xc3 } else { 0xc2 }]);
+}
+
+/// The `[tag, value]` pair of a String.
+#[inline(always)]
+pub(crate) fn write_str_pair(out: &mut impl Out, s: &[u8]) {
+    out.extend_from_slice(&[0x92, TAG_STRING]);
+    write_str(out, s);
+}
+
 /// Writes a frame that [`max_encoded_len`] accepted.
 #[inline]
 fn write_frame<O: Out>(frame: &Frame, out: &mut O, mut data: impl FnMut(&mut O, &Bytes)) {
@@ -211,37 +257,12 @@ fn write_frame<O: Out>(frame: &Frame, out: &mut O, mut data: impl FnMut(&mut O, 
     for e in params.entries() {
         write_str(out, params.key_bytes(e));
         match e.slot {
-            Slot::Int(v) => {
-                if (0..0x80).contains(&v) {
-                    out.extend_from_slice(&[0x92, TAG_INT, v as u8]);
-                } else {
-                    out.extend_from_slice(&[0x92, TAG_INT]);
-                    write_int(out, v);
-                }
-            }
-            Slot::Double(v) => match double_repr(v) {
-                DoubleRepr::Float(f) => {
-                    let b = f.to_bits().to_be_bytes();
-                    out.extend_from_slice(&[
-                        0x92, TAG_DOUBLE, 0xcb, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-                    ]);
-                }
-                DoubleRepr::Uint(u) => {
-                    out.extend_from_slice(&[0x92, TAG_DOUBLE]);
-                    write_uint(out, u);
-                }
-                DoubleRepr::Int(i) => {
-                    out.extend_from_slice(&[0x92, TAG_DOUBLE]);
-                    write_int(out, i);
-                }
-            },
-            Slot::Bool(v) => {
-                out.extend_from_slice(&[0x92, TAG_BOOL, if v { 0xc3 } else { 0xc2 }]);
-            }
+            Slot::Int(v) => write_int_pair(out, v),
+            Slot::Double(v) => write_double_pair(out, v),
+            Slot::Bool(v) => write_bool_pair(out, v),
             Slot::Str { start, len } => {
-                out.extend_from_slice(&[0x92, TAG_STRING]);
                 let start = start as usize;
-                write_str(out, &params.text().as_bytes()[start..start + len as usize]);
+                write_str_pair(out, &params.text().as_bytes()[start..start + len as usize]);
             }
             Slot::Unknown { start, len } => {
                 // The arena holds the tag, already in its shortest form,

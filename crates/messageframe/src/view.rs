@@ -277,6 +277,16 @@ impl<'a> FrameView<'a> {
         (self.layout.params_at(), self.layout.params())
     }
 
+    /// The view of a frame that a walk validated: `bytes` holds exactly it.
+    #[cfg(feature = "serde")]
+    pub(crate) fn from_parts(bytes: &'a [u8], header: Header, layout: Layout) -> Self {
+        FrameView {
+            bytes,
+            header,
+            layout,
+        }
+    }
+
     /// The data of the first attachment with this name.
     #[must_use]
     pub fn attachment(&self, name: &str) -> Option<&'a [u8]> {

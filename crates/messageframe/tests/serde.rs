@@ -7,7 +7,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use messageframe::serde::{from_frame, from_view, to_frame, to_frame_into, ErrorKind, WithData};
+use messageframe::serde::{
+    from_bytes, from_frame, from_view, to_bytes, to_bytes_into, to_frame, to_frame_into, ErrorKind,
+    WithData,
+};
 use messageframe::{Frame, FrameView, Header, UnknownValue, UnknownValueBuf, Value, ValueRef};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -35,6 +38,8 @@ where
     let view = FrameView::new(&bytes).expect("valid");
     let viewed: T = from_view(&view).expect("from_view");
     assert_eq!(&viewed, want);
+    let direct: T = from_bytes(&bytes).expect("from_bytes");
+    assert_eq!(&direct, want);
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1010,7 +1015,45 @@ proptest! {
         let mut reused = Frame::new(*frame.header());
         reused.add("stale", "x", 1);
         to_frame_into(&o, &mut reused).unwrap();
-        prop_assert_eq!(reused.encode().unwrap(), bytes);
+        prop_assert_eq!(&reused.encode().unwrap(), &bytes);
+        // Straight to bytes: the same bytes, appended after what the
+        // buffer held; and back in one pass.
+        let mut direct = b"kept".to_vec();
+        to_bytes_into(&o, frame.header(), &mut direct).unwrap();
+        prop_assert_eq!(&direct[..4], b"kept");
+        prop_assert_eq!(&direct[4..], &bytes[..]);
+        let from_b: POrder = from_bytes(&bytes).unwrap();
+        prop_assert_eq!(&from_b, &o);
+    }
+
+    #[test]
+    fn from_bytes_refuses_what_the_view_refuses(o in order(), cut in any::<prop::sample::Index>(), flip in any::<prop::sample::Index>(), bits in 1u8..) {
+        let bytes = to_bytes(&o, &Header::default()).unwrap();
+        // Every truncation is an invalid frame, found wherever it cuts.
+        let truncated = &bytes[..cut.index(bytes.len())];
+        match from_bytes::<POrder>(truncated) {
+            Err(e) => prop_assert!(matches!(e.kind(), ErrorKind::Decode(_)), "{e}"),
+            Ok(_) => prop_assert!(false, "a truncated frame read back"),
+        }
+        // A corrupted byte: an error exactly when the view refuses the
+        // frame, and then the view's error.
+        let mut bad = bytes.clone();
+        bad[flip.index(bytes.len())] ^= bits;
+        let view = FrameView::new(&bad);
+        let direct = from_bytes::<POrder>(&bad);
+        if let Err(view_err) = view {
+            match direct {
+                Err(e) => prop_assert_eq!(e.kind(), &ErrorKind::Decode(view_err)),
+                Ok(_) => prop_assert!(false, "an invalid frame read back"),
+            }
+        } else if let Ok(view) = view {
+            // A valid frame: whatever it reads as, the same as the view.
+            let via_view = from_view::<POrder>(&view);
+            prop_assert_eq!(direct.is_ok(), via_view.is_ok());
+            if let (Ok(a), Ok(b)) = (direct, via_view) {
+                prop_assert_eq!(a, b);
+            }
+        }
     }
 
     #[test]
@@ -1036,6 +1079,80 @@ proptest! {
         let bytes = shuffled.encode().unwrap();
         let back: POrder = from_view(&FrameView::new(&bytes).unwrap()).unwrap();
         prop_assert_eq!(&back, &o);
+        let back: POrder = from_bytes(&bytes).unwrap();
+        prop_assert_eq!(&back, &o);
+    }
+}
+
+#[test]
+fn from_bytes_wants_exactly_one_frame() {
+    let t = telemetry();
+    let mut bytes = to_bytes(&t, &Header::default()).unwrap();
+    assert_eq!(from_bytes::<Telemetry>(&bytes).unwrap(), t);
+    bytes.push(0xc0);
+    let err = from_bytes::<Telemetry>(&bytes).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("invalid frame: 1 trailing byte"),
+        "{err}"
+    );
+    // An invalid frame is reported even where the type reads nothing.
+    #[derive(Debug, Deserialize)]
+    struct Nothing {}
+    assert!(matches!(
+        from_bytes::<Nothing>(&bytes).unwrap_err().kind(),
+        ErrorKind::Decode(_)
+    ));
+    assert!(from_bytes::<Nothing>(&bytes[..bytes.len() - 1]).is_ok());
+    assert!(matches!(
+        from_bytes::<Nothing>(&[]).unwrap_err().kind(),
+        ErrorKind::Decode(_)
+    ));
+}
+
+#[test]
+fn to_bytes_leaves_the_buffer_as_it_was_on_error() {
+    #[derive(Serialize)]
+    struct Wide {
+        ok: i64,
+        blob: serde_bytes::ByteBuf,
+        too_big: u64,
+    }
+    let mut buf = b"earlier frame".to_vec();
+    let err = to_bytes_into(
+        &Wide {
+            ok: 1,
+            blob: serde_bytes::ByteBuf::from(vec![1, 2, 3]),
+            too_big: u64::MAX,
+        },
+        &Header::default(),
+        &mut buf,
+    )
+    .unwrap_err();
+    assert_eq!(err.path(), "too_big");
+    assert_eq!(buf, b"earlier frame");
+    // The attachment scratch of the failed call does not leak into the next.
+    #[derive(Serialize)]
+    struct Plain {
+        ok: i64,
+    }
+    to_bytes_into(&Plain { ok: 2 }, &Header::default(), &mut buf).unwrap();
+    let view = FrameView::new(&buf[13..]).unwrap();
+    assert_eq!(view.attachment_count(), 0);
+    assert_eq!(view.find("", "ok"), Some(ValueRef::Int(2)));
+}
+
+#[test]
+fn to_bytes_counts_sixteen_parameters_and_more_with_the_shortest_map_header() {
+    // fixmap up to 15 parameters, map16 from 16: the parameters move up
+    // behind the header, byte for byte what the frame's encoder writes.
+    for n in [0usize, 1, 15, 16, 17, 300, 70_000] {
+        let m: BTreeMap<String, i64> = (0..n).map(|i| (format!("k{i}"), i as i64)).collect();
+        let bytes = to_bytes(&m, &Header::default()).unwrap();
+        let frame = to_frame(&m).unwrap();
+        assert_eq!(bytes, frame.encode().unwrap(), "{n} parameters");
+        let back: BTreeMap<String, i64> = from_bytes(&bytes).unwrap();
+        assert_eq!(back, m);
     }
 }
 

@@ -26,6 +26,8 @@ pub(crate) use sink::CheckSink;
 use sink::OwnedSink;
 use walk::read_header;
 pub(crate) use walk::{fast_value, read_value, walk, Layout, WireValue, KEYS_RECORDED};
+#[cfg(feature = "serde")]
+pub(crate) use walk::{Refusal, Sink, Walk};
 
 /// Upper bounds a decoder enforces, so that hostile input cannot make it
 /// allocate or work without bound. Exceeding one is

@@ -363,48 +363,123 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
     input: &'a [u8],
     sink: &mut S,
 ) -> Result<(Header, Layout), DecodeError> {
-    let limits = &dec.limits;
-    let mut r = limits.reader(input);
-    // Longest key the fast path takes (within the string limit); longer ones
-    // go the general way, which reports the limit.
-    let max_key = limits.max_key_len.min(limits.max_string_len);
-    let (header, extra_top) = read_header(&mut r)?;
-    let mut layout = Layout::default();
+    let (mut w, header) = Walk::start(dec, input, sink)?;
+    for i in 0..w.params() {
+        w.param(i, sink)?;
+    }
+    let layout = w.finish(sink)?;
+    Ok((header, layout))
+}
 
-    // Parameters.
-    let map_at = r.pos();
-    let count = match r.fix_len(0x80) {
-        Some(n) => n,
-        None => r.map_len().map_err(|e| e.with_context(Context::Params))?,
-    };
-    if count > limits.max_params {
-        return Err(DecodeError::new(
-            ErrorKind::LimitExceeded(Limit::Params),
-            map_at,
-            Context::Params,
-        ));
+/// The walk, one step at a time: [`walk`] runs it in one go; the serde
+/// bridge's `from_bytes` takes parameters as it needs them, so that the
+/// frame is checked and read in one pass.
+pub(crate) struct Walk<'a, 'd> {
+    dec: &'d Decoder,
+    r: Reader<'a>,
+    /// Longest key the fast path takes (within the string limit); longer
+    /// ones go the general way, which reports the limit.
+    max_key: usize,
+    extra_top: usize,
+    layout: Layout,
+}
+
+impl<'a, 'd> Walk<'a, 'd> {
+    /// Reads the header and the parameter map's header, and tells the sink
+    /// how many parameters follow.
+    #[inline(always)]
+    pub(crate) fn start<S: Sink<'a>>(
+        dec: &'d Decoder,
+        input: &'a [u8],
+        sink: &mut S,
+    ) -> Result<(Self, Header), DecodeError> {
+        let limits = &dec.limits;
+        let mut r = limits.reader(input);
+        let max_key = limits.max_key_len.min(limits.max_string_len);
+        let (header, extra_top) = read_header(&mut r)?;
+        let mut layout = Layout::default();
+
+        let map_at = r.pos();
+        let count = match r.fix_len(0x80) {
+            Some(n) => n,
+            None => r.map_len().map_err(|e| e.with_context(Context::Params))?,
+        };
+        if count > limits.max_params {
+            return Err(DecodeError::new(
+                ErrorKind::LimitExceeded(Limit::Params),
+                map_at,
+                Context::Params,
+            ));
+        }
+        // The claimed count must fit in what is left before anything is
+        // reserved.
+        if count > r.remaining() / MIN_PARAM_BYTES {
+            return Err(r
+                .short(map_at, count.saturating_mul(MIN_PARAM_BYTES), Expected::Map)
+                .with_context(Context::Params));
+        }
+        layout.params_at = r.pos();
+        // A map's count is at most u32::MAX (map32).
+        layout.params = count as u32;
+        sink.begin_params(count).map_err(|limit| {
+            DecodeError::new(ErrorKind::LimitExceeded(limit), map_at, Context::Params)
+        })?;
+        let walk = Walk {
+            dec,
+            r,
+            max_key,
+            extra_top,
+            layout,
+        };
+        Ok((walk, header))
     }
-    // The claimed count must fit in what is left before anything is reserved.
-    if count > r.remaining() / MIN_PARAM_BYTES {
-        return Err(r
-            .short(map_at, count.saturating_mul(MIN_PARAM_BYTES), Expected::Map)
-            .with_context(Context::Params));
+
+    /// How many parameters the map holds.
+    #[inline(always)]
+    pub(crate) fn params(&self) -> usize {
+        self.layout.params()
     }
-    layout.params_at = r.pos();
-    // A map's count is at most u32::MAX (map32).
-    layout.params = count as u32;
-    sink.begin_params(count).map_err(|limit| {
-        DecodeError::new(ErrorKind::LimitExceeded(limit), map_at, Context::Params)
-    })?;
-    for i in 0..count {
+
+    /// Where the next element starts.
+    #[cfg(feature = "serde")]
+    #[inline(always)]
+    pub(crate) fn pos(&self) -> usize {
+        self.r.pos()
+    }
+
+    /// The next parameter if it is in the forms encoders write (see
+    /// [`Reader::fast_param`]), read without telling the sink, so only for
+    /// a sink that checks what its caller checks (the serde bridge's; its
+    /// decoder is lenient, so UTF-8 is all there is to check). `None`,
+    /// consuming nothing, otherwise: [`param`](Walk::param) then reads it.
+    #[cfg(feature = "serde")]
+    #[inline(always)]
+    pub(crate) fn fast_param(&mut self) -> Option<(&'a [u8], WireValue<'a>)> {
+        self.r.fast_param(self.max_key)
+    }
+
+    /// Back to `pos`, where a parameter that [`fast_param`](Walk::fast_param)
+    /// read starts, so that [`param`](Walk::param) reads it again (and
+    /// reports what is wrong with it).
+    #[cfg(feature = "serde")]
+    #[inline(always)]
+    pub(crate) fn rewind(&mut self, pos: usize) {
+        self.r.pos = pos;
+    }
+
+    /// Reads parameter `i` (the next one) and hands it to the sink.
+    #[inline(always)]
+    pub(crate) fn param<S: Sink<'a>>(&mut self, i: usize, sink: &mut S) -> Result<(), DecodeError> {
+        let r = &mut self.r;
+        let limits = &self.dec.limits;
         let key_at = r.pos();
         if S::RECORDS_KEYS {
-            if let Some(slot) = layout.first_keys.get_mut(i) {
-                // Checked once after the loop: offsets only grow.
+            if let Some(slot) = self.layout.first_keys.get_mut(i) {
+                // Checked in `finish`: offsets only grow.
                 *slot = key_at as u32;
             }
         }
-        let (key, value, value_at) = match r.fast_param(max_key) {
+        let (key, value, value_at) = match r.fast_param(self.max_key) {
             // A fast-path key is a fixstr (one header byte) within the key
             // limit.
             Some((key, value)) => (key, value, key_at + 1 + key.len()),
@@ -438,76 +513,83 @@ pub(crate) fn walk<'a, S: Sink<'a>>(
             };
             return Err(DecodeError::new(kind, at, context));
         }
+        Ok(())
     }
 
-    if S::RECORDS_KEYS && r.pos() > u32::MAX as usize {
-        // Some recorded key may start past 4 GiB: record none (see
-        // `Layout::first_keys`).
-        layout.first_keys[0] = 0;
-    }
-
-    // Attachments.
-    let list_at = r.pos();
-    let count = match r.fix_len(0x90) {
-        Some(n) => n,
-        None => r
-            .array_len()
-            .map_err(|e| e.with_context(Context::Attachment(0)))?,
-    };
-    if count > limits.max_attachments {
-        return Err(DecodeError::new(
-            ErrorKind::LimitExceeded(Limit::Attachments),
-            list_at,
-            Context::Attachment(0),
-        ));
-    }
-    if count > r.remaining() / MIN_ATTACHMENT_BYTES {
-        return Err(r
-            .short(
-                list_at,
-                count.saturating_mul(MIN_ATTACHMENT_BYTES),
-                Expected::Array,
-            )
-            .with_context(Context::Attachment(0)));
-    }
-    layout.attachments_at = r.pos();
-    // An array's count is at most u32::MAX (array32).
-    layout.attachments = count as u32;
-    sink.begin_attachments(count).map_err(|limit| {
-        DecodeError::new(
-            ErrorKind::LimitExceeded(limit),
-            list_at,
-            Context::Attachment(0),
-        )
-    })?;
-    let mut data_total = 0usize;
-    for i in 0..count {
-        let at = r.pos();
-        let ctx = |e: DecodeError| e.with_context(Context::Attachment(i));
-        let extra = r.array_at_least(2).map_err(ctx)?;
-        let name_at = r.pos();
-        let name = r.str_bytes().map_err(ctx)?;
-        let data = r.bin().map_err(ctx)?;
-        data_total = data_total.saturating_add(data.len());
-        if data_total > limits.max_attachment_bytes {
+    /// After the last parameter: the attachments and the rest of the frame.
+    #[inline(always)]
+    pub(crate) fn finish<S: Sink<'a>>(mut self, sink: &mut S) -> Result<Layout, DecodeError> {
+        let limits = &self.dec.limits;
+        let r = &mut self.r;
+        let layout = &mut self.layout;
+        if S::RECORDS_KEYS && r.pos() > u32::MAX as usize {
+            // Some recorded key may start past 4 GiB: record none (see
+            // `Layout::first_keys`).
+            layout.first_keys[0] = 0;
+        }
+        // Attachments.
+        let list_at = r.pos();
+        let count = match r.fix_len(0x90) {
+            Some(n) => n,
+            None => r
+                .array_len()
+                .map_err(|e| e.with_context(Context::Attachment(0)))?,
+        };
+        if count > limits.max_attachments {
             return Err(DecodeError::new(
-                ErrorKind::LimitExceeded(Limit::AttachmentBytes),
-                at,
-                Context::Attachment(i),
+                ErrorKind::LimitExceeded(Limit::Attachments),
+                list_at,
+                Context::Attachment(0),
             ));
         }
-        r.skip_n(extra).map_err(ctx)?;
-        sink.attachment(name, data).map_err(|refusal| {
-            let (kind, at) = match refusal {
-                Refusal::Limit(l) => (ErrorKind::LimitExceeded(l), at),
-                Refusal::Capacity => (ErrorKind::CapacityExceeded, at),
-                Refusal::Utf8 { .. } | Refusal::Duplicate => (ErrorKind::InvalidUtf8, name_at),
-            };
-            DecodeError::new(kind, at, Context::Attachment(i))
+        if count > r.remaining() / MIN_ATTACHMENT_BYTES {
+            return Err(r
+                .short(
+                    list_at,
+                    count.saturating_mul(MIN_ATTACHMENT_BYTES),
+                    Expected::Array,
+                )
+                .with_context(Context::Attachment(0)));
+        }
+        layout.attachments_at = r.pos();
+        // An array's count is at most u32::MAX (array32).
+        layout.attachments = count as u32;
+        sink.begin_attachments(count).map_err(|limit| {
+            DecodeError::new(
+                ErrorKind::LimitExceeded(limit),
+                list_at,
+                Context::Attachment(0),
+            )
         })?;
-    }
+        let mut data_total = 0usize;
+        for i in 0..count {
+            let at = r.pos();
+            let ctx = |e: DecodeError| e.with_context(Context::Attachment(i));
+            let extra = r.array_at_least(2).map_err(ctx)?;
+            let name_at = r.pos();
+            let name = r.str_bytes().map_err(ctx)?;
+            let data = r.bin().map_err(ctx)?;
+            data_total = data_total.saturating_add(data.len());
+            if data_total > limits.max_attachment_bytes {
+                return Err(DecodeError::new(
+                    ErrorKind::LimitExceeded(Limit::AttachmentBytes),
+                    at,
+                    Context::Attachment(i),
+                ));
+            }
+            r.skip_n(extra).map_err(ctx)?;
+            sink.attachment(name, data).map_err(|refusal| {
+                let (kind, at) = match refusal {
+                    Refusal::Limit(l) => (ErrorKind::LimitExceeded(l), at),
+                    Refusal::Capacity => (ErrorKind::CapacityExceeded, at),
+                    Refusal::Utf8 { .. } | Refusal::Duplicate => (ErrorKind::InvalidUtf8, name_at),
+                };
+                DecodeError::new(kind, at, Context::Attachment(i))
+            })?;
+        }
 
-    r.skip_n(extra_top)?;
-    layout.end = r.pos();
-    Ok((header, layout))
+        r.skip_n(self.extra_top)?;
+        layout.end = r.pos();
+        Ok(self.layout)
+    }
 }

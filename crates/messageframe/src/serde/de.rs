@@ -16,275 +16,28 @@ use ::serde::forward_to_deserialize_any;
 
 use super::error::{Error, ErrorKind};
 use super::path::{join, same, under, within, IndexBuf};
-use crate::decode::{fast_value, read_value, WireValue};
-use crate::frame::Frame;
-use crate::key::SEPARATOR_BYTE;
-use crate::utf8::str_from;
+use super::source::{BytesSource, Source};
+use crate::decode::Decoder;
 use crate::value::ValueRef;
-use crate::view::FrameView;
-use crate::wire::read::Reader;
 
 type Result<T> = std::result::Result<T, Error>;
-type Entry<'de> = (&'de str, &'de str, ValueRef<'de>);
 
 thread_local! {
     /// The device path buffer, reused across calls.
     static PATH: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-/// Where the parameters come from: an owned frame or a view.
-pub(crate) trait Source<'de> {
-    /// The parameter at the cursor.
-    fn peek(&mut self) -> Option<Entry<'de>>;
-    /// Moves the cursor past the parameter `peek` returned.
-    fn bump(&mut self);
-    /// The value of `(device, param)` anywhere in the frame; the cursor
-    /// moves past it.
-    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>>;
-    /// Moves the cursor to the first parameter whose device is `path` or
-    /// below it; `false` (cursor unmoved) if there is none.
-    fn seek_device(&mut self, path: &str) -> bool;
-    /// The data of the first attachment named `name`.
-    fn attachment(&self, name: &str) -> Option<&'de [u8]>;
-    /// Parameters and attachments in all: no sequence can be longer.
-    fn bound(&self) -> usize;
-    /// Every parameter, in order.
-    fn scan(&self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>));
-}
-
-pub(crate) struct FrameSource<'de> {
-    frame: &'de Frame,
-    pos: usize,
-    /// The entry at `pos`, once read (a field's check, the end of a
-    /// container and the next field all look at the same entry).
-    peeked: Option<Entry<'de>>,
-}
-
-impl<'de> FrameSource<'de> {
-    pub(crate) fn new(frame: &'de Frame) -> Self {
-        FrameSource {
-            frame,
-            pos: 0,
-            peeked: None,
-        }
-    }
-}
-
-impl<'de> Source<'de> for FrameSource<'de> {
-    #[inline]
-    fn peek(&mut self) -> Option<Entry<'de>> {
-        if self.peeked.is_none() {
-            let params = self.frame.params();
-            let e = params.entries().get(self.pos)?;
-            let (d, p) = params.parts(e);
-            self.peeked = Some((d, p, params.value(e)));
-        }
-        self.peeked
-    }
-
-    #[inline]
-    fn bump(&mut self) {
-        self.pos += 1;
-        self.peeked = None;
-    }
-
-    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
-        let params = self.frame.params();
-        let i = params.position(device, param, None)?;
-        self.pos = i + 1;
-        self.peeked = None;
-        Some(params.get(i))
-    }
-
-    fn seek_device(&mut self, path: &str) -> bool {
-        let params = self.frame.params();
-        match params
-            .entries()
-            .iter()
-            .position(|e| within(params.parts(e).0, path))
-        {
-            Some(i) => {
-                self.pos = i;
-                self.peeked = None;
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn attachment(&self, name: &str) -> Option<&'de [u8]> {
-        self.frame.attachment(name).map(|b| &b[..])
-    }
-
-    fn bound(&self) -> usize {
-        self.frame.len() + self.frame.attachment_count()
-    }
-
-    fn scan(&self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
-        for (d, p, v) in self.frame.iter() {
-            f(d, p, v);
-        }
-    }
-}
-
-pub(crate) struct ViewSource<'de> {
-    view: FrameView<'de>,
-    /// Byte offset of the parameter at the cursor, and how many remain.
-    at: usize,
-    remaining: usize,
-    /// The parameter at the cursor and the offset after it, once read.
-    peeked: Option<(Entry<'de>, usize)>,
-}
-
-impl<'de> ViewSource<'de> {
-    pub(crate) fn new(view: &FrameView<'de>) -> Self {
-        let (at, remaining) = view.params_span();
-        ViewSource {
-            view: *view,
-            at,
-            remaining,
-            peeked: None,
-        }
-    }
-
-    /// The parameter at byte `at` of the validated frame and the offset
-    /// after it. Keys and values in the forms encoders write (fixstr keys,
-    /// `fixarray(2)` pairs) are read directly; anything else through the
-    /// general reader. The frame was validated when the view was made, so
-    /// these reads succeed; should one fail anyway, the parameters end.
-    #[inline]
-    fn entry_at(&self, at: usize) -> Option<(Entry<'de>, usize)> {
-        let bytes = self.view.as_bytes();
-        let (key, v) = match *bytes.get(at)? {
-            m @ 0xa0..=0xbf => {
-                let end = at + 1 + usize::from(m & 0x1f);
-                (bytes.get(at + 1..end)?, end)
-            }
-            _ => {
-                let mut r = Reader::validated(bytes, at);
-                let key = r.str_bytes().ok()?;
-                (key, r.pos())
-            }
-        };
-        let (value, next) = match fast_value(bytes, v, usize::MAX) {
-            Some((WireValue::Int(x), end)) => (ValueRef::Int(x), end),
-            Some((WireValue::Double(x), end)) => (ValueRef::Double(x), end),
-            Some((WireValue::Bool(x), end)) => (ValueRef::Bool(x), end),
-            Some((WireValue::Str(b), end)) => (ValueRef::String(str_from(b).ok()?), end),
-            _ => {
-                let mut r = Reader::validated(bytes, v);
-                let value = read_value(&mut r).ok()?;
-                (value, r.pos())
-            }
-        };
-        let key = str_from(key).ok()?;
-        // Keys are short: a byte loop beats a call to `memchr`.
-        let (d, p) = match key.bytes().position(|b| b == SEPARATOR_BYTE) {
-            Some(i) => (&key[..i], &key[i + 1..]),
-            None => ("", key),
-        };
-        Some(((d, p, value), next))
-    }
-
-    /// Every parameter from the first: `(offset, remaining, entry, next)`.
-    fn walk(&self, mut f: impl FnMut(usize, usize, Entry<'de>) -> bool) {
-        let (mut at, mut remaining) = self.view.params_span();
-        while remaining > 0 {
-            let Some((entry, next)) = self.entry_at(at) else {
-                return;
-            };
-            if f(at, remaining, entry) {
-                return;
-            }
-            at = next;
-            remaining -= 1;
-        }
-    }
-}
-
-impl<'de> Source<'de> for ViewSource<'de> {
-    #[inline]
-    fn peek(&mut self) -> Option<Entry<'de>> {
-        if let Some((entry, _)) = self.peeked {
-            return Some(entry);
-        }
-        if self.remaining == 0 {
-            return None;
-        }
-        let Some(read) = self.entry_at(self.at) else {
-            self.remaining = 0;
-            return None;
-        };
-        self.peeked = Some(read);
-        Some(read.0)
-    }
-
-    #[inline]
-    fn bump(&mut self) {
-        if self.peeked.is_none() && self.peek().is_none() {
-            return;
-        }
-        if let Some((_, next)) = self.peeked.take() {
-            self.at = next;
-            self.remaining -= 1;
-        }
-    }
-
-    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
-        let mut found = None;
-        self.walk(|at, remaining, (d, p, v)| {
-            if same(d, device) && same(p, param) {
-                found = Some((at, remaining, v));
-                return true;
-            }
-            false
-        });
-        let (at, remaining, v) = found?;
-        self.at = at;
-        self.remaining = remaining;
-        self.peeked = None;
-        self.bump();
-        Some(v)
-    }
-
-    fn seek_device(&mut self, path: &str) -> bool {
-        let mut found = None;
-        self.walk(|at, remaining, (d, _, _)| {
-            if within(d, path) {
-                found = Some((at, remaining));
-                return true;
-            }
-            false
-        });
-        match found {
-            Some((at, remaining)) => {
-                self.at = at;
-                self.remaining = remaining;
-                self.peeked = None;
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn attachment(&self, name: &str) -> Option<&'de [u8]> {
-        self.view.attachment(name)
-    }
-
-    fn bound(&self) -> usize {
-        self.view.len() + self.view.attachment_count()
-    }
-
-    fn scan(&self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
-        self.walk(|_, _, (d, p, v)| {
-            f(d, p, v);
-            false
-        });
-    }
-}
-
 /// Deserializes a `T` from `src`.
 pub(crate) fn from_source<'de, T, S>(src: S) -> Result<T>
+where
+    T: de::Deserialize<'de>,
+    S: Source<'de>,
+{
+    from_source_with(src).0
+}
+
+/// [`from_source`], giving the source back.
+fn from_source_with<'de, T, S>(src: S) -> (Result<T>, S)
 where
     T: de::Deserialize<'de>,
     S: Source<'de>,
@@ -298,7 +51,21 @@ where
     };
     let result = T::deserialize(Top(&mut de));
     PATH.with(|p| *p.borrow_mut() = de.path);
-    result
+    (result, de.src)
+}
+
+/// Deserializes a `T` from a frame's bytes in one pass, checking the frame
+/// as it reads it; what `T` does not read is checked after. An invalid
+/// frame is a [`ErrorKind::Decode`] error, whatever `T` made of the part
+/// before the fault.
+pub(crate) fn from_bytes<'de, T: de::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T> {
+    let dec = Decoder::new();
+    let src = BytesSource::new(&dec, bytes).map_err(|e| Error::new(ErrorKind::Decode(e)))?;
+    let (result, src) = from_source_with(src);
+    match src.finish() {
+        Ok(()) => result,
+        Err(e) => Err(Error::new(ErrorKind::Decode(e))),
+    }
 }
 
 struct De<'de, S> {

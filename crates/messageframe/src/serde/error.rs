@@ -71,6 +71,17 @@ pub enum ErrorKind {
     /// data, a unit value, a top level that is not a struct or map, a map
     /// key that is not a string or integer).
     Unsupported(&'static str),
+    /// A string (a key or a value) longer than MessagePack's `str32` can
+    /// say (4,294,967,295 bytes): [`to_bytes`](super::to_bytes) only; a
+    /// frame cannot hold one either.
+    StringTooLong(usize),
+    /// What MessagePack cannot express, found by
+    /// [`to_bytes`](super::to_bytes): an attachment of 4 GiB or more, or
+    /// more parameters or attachments than a 32-bit count.
+    Encode(crate::EncodeError),
+    /// Bytes that are not a valid frame, found by
+    /// [`from_bytes`](super::from_bytes): what and at which byte offset.
+    Decode(crate::DecodeError),
     /// A message from a `Serialize` or `Deserialize` implementation
     /// (serde's `custom`, `missing_field`, `unknown_variant`, …).
     Message(String),
@@ -133,6 +144,12 @@ impl fmt::Display for ErrorKind {
                 write!(f, "sequence length {n} is not possible in this frame")
             }
             ErrorKind::Unsupported(what) => write!(f, "unsupported: {what}"),
+            ErrorKind::StringTooLong(len) => write!(
+                f,
+                "a string of {len} bytes: MessagePack's str32 holds at most 4,294,967,295"
+            ),
+            ErrorKind::Encode(e) => write!(f, "cannot encode: {e}"),
+            ErrorKind::Decode(e) => write!(f, "invalid frame: {e}"),
             ErrorKind::Message(msg) => f.write_str(msg),
         }
     }
@@ -148,7 +165,15 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.inner.kind {
+            ErrorKind::Encode(e) => Some(e),
+            ErrorKind::Decode(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl ::serde::ser::Error for Error {
     fn custom<T: fmt::Display>(msg: T) -> Self {

@@ -126,8 +126,10 @@ pub struct SerdeDocDoctests;
 mod de;
 mod error;
 mod impls;
+mod out;
 mod path;
 mod ser;
+mod source;
 
 pub use error::{Error, ErrorKind};
 pub use impls::WithData;
@@ -135,6 +137,7 @@ pub use impls::WithData;
 use ::serde::{Deserialize, Serialize};
 
 use crate::frame::Frame;
+use crate::header::Header;
 use crate::view::FrameView;
 
 /// Serializes `value` (a struct or a map) into a new frame with
@@ -179,6 +182,71 @@ pub fn to_frame_into<T: ?Sized + Serialize>(value: &T, frame: &mut Frame) -> Res
     ser::to_frame_into(value, frame)
 }
 
+/// Serializes `value` (a struct or a map) with `header` straight into a
+/// frame's MessagePack bytes: the same bytes as
+/// [`to_frame`] followed by [`Frame::encode`], without building the frame.
+/// The fastest way from a typed struct to the wire.
+///
+/// ```
+/// use messageframe::serde::{from_bytes, to_bytes, to_frame};
+/// use messageframe::Header;
+///
+/// #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Reading { volts: f64, channel: u8 }
+///
+/// let r = Reading { volts: 12.6, channel: 3 };
+/// let header = Header::builder().message_id(7).source(50).build();
+/// let bytes = to_bytes(&r, &header)?;
+///
+/// let mut frame = to_frame(&r)?;
+/// *frame.header_mut() = header;
+/// assert_eq!(bytes, frame.encode()?);
+/// assert_eq!(from_bytes::<Reading>(&bytes)?, r);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`to_frame`], and what MessagePack cannot express
+/// ([`ErrorKind::Encode`], [`ErrorKind::StringTooLong`]).
+pub fn to_bytes<T: ?Sized + Serialize>(value: &T, header: &Header) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    ser::to_bytes_into(value, header, &mut out)?;
+    Ok(out)
+}
+
+/// [`to_bytes`], appending to `out`: reuse one buffer across messages
+/// (`out.clear()` first) and nothing is allocated once it is large enough
+/// (attachments aside, which are copied through a reused scratch buffer).
+///
+/// ```
+/// use messageframe::serde::to_bytes_into;
+/// use messageframe::{FrameView, Header};
+///
+/// #[derive(serde::Serialize)]
+/// struct Reading { volts: f64 }
+///
+/// let mut buf = Vec::with_capacity(64);
+/// for v in [12.5, 12.6] {
+///     buf.clear();
+///     to_bytes_into(&Reading { volts: v }, &Header::default(), &mut buf)?;
+///     let view = FrameView::new(&buf)?;
+///     assert_eq!(view.find("", "volts").and_then(|x| x.as_f64()), Some(v));
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`to_bytes`]; `out` is then as it was before the call.
+pub fn to_bytes_into<T: ?Sized + Serialize>(
+    value: &T,
+    header: &Header,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    ser::to_bytes_into(value, header, out)
+}
+
 /// Deserializes a `T` from a frame's parameters and attachments (the header
 /// is not part of it). `&str` and `&[u8]` fields borrow from the frame.
 ///
@@ -187,7 +255,7 @@ pub fn to_frame_into<T: ?Sized + Serialize>(value: &T, frame: &mut Frame) -> Res
 /// [`Error`] naming the field's path: a value of another type than the
 /// field's, an integer out of the field's range, a required field absent.
 pub fn from_frame<'de, T: Deserialize<'de>>(frame: &'de Frame) -> Result<T, Error> {
-    de::from_source(de::FrameSource::new(frame))
+    de::from_source(source::FrameSource::new(frame))
 }
 
 /// Deserializes a `T` from a validated view: `&str` and `&[u8]` fields
@@ -197,5 +265,44 @@ pub fn from_frame<'de, T: Deserialize<'de>>(frame: &'de Frame) -> Result<T, Erro
 ///
 /// As [`from_frame`].
 pub fn from_view<'de, T: Deserialize<'de>>(view: &FrameView<'de>) -> Result<T, Error> {
-    de::from_source(de::ViewSource::new(view))
+    de::from_source(source::ViewSource::new(view))
+}
+
+/// Deserializes a `T` from a frame's bytes (one frame, nothing after it),
+/// checking the frame and reading it in one pass: the fastest way from the
+/// wire to a typed struct. `&str` and `&[u8]` fields borrow from `bytes`.
+/// The header is not part of `T`: read it with
+/// [`Decoder::peek_frame`](crate::Decoder::peek_frame) if needed.
+///
+/// The frame is checked as [`FrameView::new`] checks it (default
+/// [`Limits`](crate::Limits)), all of it, also what `T` does not read. A
+/// frame whose parameters come in the order `T` reads them (as
+/// [`to_bytes`] and [`to_frame`] write them) is read front to back; the
+/// first parameter out of that order, or the first attachment, costs a
+/// check of the whole frame, and reading goes on as [`from_view`] does.
+///
+/// ```
+/// use messageframe::serde::{from_bytes, to_bytes, ErrorKind};
+/// use messageframe::Header;
+///
+/// #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Status<'a> { mode: &'a str, temp_c: f64 }
+///
+/// let bytes = to_bytes(&Status { mode: "rx", temp_c: 41.5 }, &Header::default())?;
+/// let s: Status<'_> = from_bytes(&bytes)?;
+/// assert_eq!(s, Status { mode: "rx", temp_c: 41.5 });
+///
+/// // A truncated frame is an error with its byte offset, not a partial value.
+/// let err = from_bytes::<Status<'_>>(&bytes[..bytes.len() - 1]).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::Decode(_)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`ErrorKind::Decode`] for bytes that are not exactly one valid frame
+/// (what and where, as [`FrameView::new`] says it); otherwise as
+/// [`from_frame`].
+pub fn from_bytes<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Error> {
+    de::from_bytes(bytes)
 }

@@ -1,12 +1,15 @@
-//! Rust values into frames: `to_frame`, `to_frame_into`.
+//! Rust values into frames: `to_frame`, `to_frame_into`, and straight
+//! into a frame's bytes: `to_bytes`, `to_bytes_into`.
 
 use std::cell::RefCell;
 
 use ::serde::ser::{self, Impossible, Serialize};
 
 use super::error::{Error, ErrorKind};
+use super::out::{Target, Wire};
 use super::path::{check_device_segment, check_param, join, IndexBuf};
 use crate::frame::Frame;
+use crate::header::Header;
 use crate::value::ValueRef;
 
 type Result<T> = std::result::Result<T, Error>;
@@ -15,9 +18,44 @@ const DATA_VARIANT: &str =
     "an enum variant with data (only unit variants map to strings; use #[serde(tag = \"...\")] for the others)";
 
 thread_local! {
-    /// The path and map-key buffers, reused across calls so that
-    /// serializing into a reused frame allocates nothing.
-    static BUFFERS: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+    /// The path and map-key buffers, and `to_bytes`' attachment scratch,
+    /// reused across calls so that serializing into a reused frame or
+    /// buffer allocates nothing.
+    static BUFFERS: RefCell<Buffers> = const {
+        RefCell::new(Buffers { path: String::new(), key: String::new(), attachments: Vec::new() })
+    };
+}
+
+#[derive(Default)]
+struct Buffers {
+    path: String,
+    key: String,
+    attachments: Vec<u8>,
+}
+
+/// Runs `f` with the thread's buffers, taken out of the thread-local (not
+/// borrowed across the call), so that a `Serialize` impl that itself calls
+/// `to_frame` or `to_bytes` finds empty buffers instead of a borrow panic.
+fn with_buffers<R>(f: impl FnOnce(&mut Buffers) -> R) -> R {
+    let mut buffers = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    buffers.path.clear();
+    buffers.key.clear();
+    let result = f(&mut buffers);
+    BUFFERS.with(|b| *b.borrow_mut() = buffers);
+    result
+}
+
+/// Serializes `value` into `out` with the buffers `b`.
+fn run<T: ?Sized + Serialize, O: Target>(value: &T, out: &mut O, b: &mut Buffers) -> Result<()> {
+    let mut ser = Ser {
+        out,
+        path: std::mem::take(&mut b.path),
+        key: std::mem::take(&mut b.key),
+    };
+    let result = value.serialize(Top(&mut ser));
+    b.path = ser.path;
+    b.key = ser.key;
+    result
 }
 
 /// Serializes `value` into `frame`, replacing its parameters and
@@ -25,24 +63,37 @@ thread_local! {
 /// the frame is left empty, never half-filled.
 pub(crate) fn to_frame_into<T: ?Sized + Serialize>(value: &T, frame: &mut Frame) -> Result<()> {
     frame.clear();
-    // Taken out of the thread-local (not borrowed across the call), so a
-    // `Serialize` impl that itself calls `to_frame` finds empty buffers
-    // instead of a borrow panic.
-    let (mut path, mut key) = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-    path.clear();
-    key.clear();
-    let mut ser = Ser { frame, path, key };
-    let result = value.serialize(Top(&mut ser));
-    let Ser { frame, path, key } = ser;
-    BUFFERS.with(|b| *b.borrow_mut() = (path, key));
+    let result = with_buffers(|b| run(value, frame, b));
     if result.is_err() {
         frame.clear();
     }
     result
 }
 
-struct Ser<'f> {
-    frame: &'f mut Frame,
+/// Appends the frame of `header` and `value` to `out`, without a [`Frame`]
+/// in between. On error `out` is as it was.
+pub(crate) fn to_bytes_into<T: ?Sized + Serialize>(
+    value: &T,
+    header: &Header,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    with_buffers(|b| {
+        let mut wire = Wire::new(out, header, std::mem::take(&mut b.attachments));
+        match run(value, &mut wire, b) {
+            Ok(()) => {
+                b.attachments = wire.finish()?;
+                Ok(())
+            }
+            Err(e) => {
+                b.attachments = wire.abort();
+                Err(e)
+            }
+        }
+    })
+}
+
+struct Ser<'f, O> {
+    out: &'f mut O,
     /// The device of the container being written: field names and map keys
     /// joined by `.`.
     path: String,
@@ -50,7 +101,7 @@ struct Ser<'f> {
     key: String,
 }
 
-impl Ser<'_> {
+impl<O: Target> Ser<'_, O> {
     /// Enters the container `seg` of the current one; returns the length to
     /// truncate back to.
     fn enter(&mut self, seg: &str) -> Result<usize> {
@@ -68,8 +119,7 @@ impl Ser<'_> {
         if self.path.is_empty() {
             check_param(param)?;
         }
-        self.frame.add(&self.path, param, value);
-        Ok(())
+        self.out.put(&self.path, param, value)
     }
 
     /// A length, as the Int64 at the collection's own key.
@@ -81,8 +131,7 @@ impl Ser<'_> {
             })
         })?;
         let (device, seg) = split_last(&self.path, base);
-        self.frame.add(device, seg, len);
-        Ok(())
+        self.out.put(device, seg, ValueRef::Int(len))
     }
 
     /// The path of `seg` in the current container, for an error.
@@ -102,17 +151,21 @@ fn split_last(path: &str, base: usize) -> (&str, &str) {
 }
 
 /// The top level: a struct or a map; its scalar fields go to device `""`.
-struct Top<'a, 'f>(&'a mut Ser<'f>);
+struct Top<'a, 'f, O>(&'a mut Ser<'f, O>);
 
 /// A value at `(ser.path, seg)`.
-struct Field<'a, 'f> {
-    ser: &'a mut Ser<'f>,
+struct Field<'a, 'f, O> {
+    ser: &'a mut Ser<'f, O>,
     seg: &'a str,
 }
 
 /// Serializes `value` as the field `seg` of the current container, giving
 /// an error without a path this field's path.
-fn field<T: ?Sized + Serialize>(ser: &mut Ser<'_>, seg: &str, value: &T) -> Result<()> {
+fn field<T: ?Sized + Serialize, O: Target>(
+    ser: &mut Ser<'_, O>,
+    seg: &str,
+    value: &T,
+) -> Result<()> {
     let base = ser.path.len();
     value
         .serialize(Field {
@@ -132,15 +185,15 @@ macro_rules! top_unsupported {
 
 const TOP: &str = "a top level that is not a struct or a map";
 
-impl<'a, 'f> ser::Serializer for Top<'a, 'f> {
+impl<'a, 'f, O: Target> ser::Serializer for Top<'a, 'f, O> {
     type Ok = ();
     type Error = Error;
     type SerializeSeq = Impossible<(), Error>;
     type SerializeTuple = Impossible<(), Error>;
     type SerializeTupleStruct = Impossible<(), Error>;
     type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = MapSer<'a, 'f>;
-    type SerializeStruct = StructSer<'a, 'f>;
+    type SerializeMap = MapSer<'a, 'f, O>;
+    type SerializeStruct = StructSer<'a, 'f, O>;
     type SerializeStructVariant = Impossible<(), Error>;
 
     top_unsupported!(
@@ -229,7 +282,7 @@ impl<'a, 'f> ser::Serializer for Top<'a, 'f> {
     }
 }
 
-impl Field<'_, '_> {
+impl<O: Target> Field<'_, '_, O> {
     fn int(self, v: i64) -> Result<()> {
         self.ser.put(self.seg, ValueRef::Int(v))
     }
@@ -245,15 +298,15 @@ impl Field<'_, '_> {
     }
 }
 
-impl<'a, 'f> ser::Serializer for Field<'a, 'f> {
+impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
     type Ok = ();
     type Error = Error;
-    type SerializeSeq = SeqSer<'a, 'f>;
-    type SerializeTuple = SeqSer<'a, 'f>;
-    type SerializeTupleStruct = SeqSer<'a, 'f>;
+    type SerializeSeq = SeqSer<'a, 'f, O>;
+    type SerializeTuple = SeqSer<'a, 'f, O>;
+    type SerializeTupleStruct = SeqSer<'a, 'f, O>;
     type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = MapSer<'a, 'f>;
-    type SerializeStruct = StructSer<'a, 'f>;
+    type SerializeMap = MapSer<'a, 'f, O>;
+    type SerializeStruct = StructSer<'a, 'f, O>;
     type SerializeStructVariant = Impossible<(), Error>;
 
     fn serialize_bool(self, v: bool) -> Result<()> {
@@ -314,9 +367,9 @@ impl<'a, 'f> ser::Serializer for Field<'a, 'f> {
         check_param(self.seg)?;
         let base = self.ser.path.len();
         join(&mut self.ser.path, self.seg);
-        self.ser.frame.add_attachment_copy(&self.ser.path, v);
+        let result = self.ser.out.attach(&self.ser.path, v);
         self.ser.path.truncate(base);
-        Ok(())
+        result
     }
     fn serialize_none(self) -> Result<()> {
         Ok(())
@@ -411,14 +464,14 @@ impl<'a, 'f> ser::Serializer for Field<'a, 'f> {
 
 /// The elements of a sequence, tuple or tuple struct: params or devices
 /// `0`, `1`, … under the sequence's own device.
-pub(crate) struct SeqSer<'a, 'f> {
-    ser: &'a mut Ser<'f>,
+pub(crate) struct SeqSer<'a, 'f, O> {
+    ser: &'a mut Ser<'f, O>,
     base: usize,
     next: usize,
     len_written: bool,
 }
 
-impl SeqSer<'_, '_> {
+impl<O: Target> SeqSer<'_, '_, O> {
     fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
         let index = IndexBuf::new(self.next);
         self.next += 1;
@@ -435,7 +488,7 @@ impl SeqSer<'_, '_> {
     }
 }
 
-impl ser::SerializeSeq for SeqSer<'_, '_> {
+impl<O: Target> ser::SerializeSeq for SeqSer<'_, '_, O> {
     type Ok = ();
     type Error = Error;
     fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
@@ -446,7 +499,7 @@ impl ser::SerializeSeq for SeqSer<'_, '_> {
     }
 }
 
-impl ser::SerializeTuple for SeqSer<'_, '_> {
+impl<O: Target> ser::SerializeTuple for SeqSer<'_, '_, O> {
     type Ok = ();
     type Error = Error;
     fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
@@ -457,7 +510,7 @@ impl ser::SerializeTuple for SeqSer<'_, '_> {
     }
 }
 
-impl ser::SerializeTupleStruct for SeqSer<'_, '_> {
+impl<O: Target> ser::SerializeTupleStruct for SeqSer<'_, '_, O> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
@@ -470,8 +523,8 @@ impl ser::SerializeTupleStruct for SeqSer<'_, '_> {
 
 /// A map's entries: key `k` is the param `k` (scalar values) or the device
 /// `…k` (containers).
-pub(crate) struct MapSer<'a, 'f> {
-    ser: &'a mut Ser<'f>,
+pub(crate) struct MapSer<'a, 'f, O> {
+    ser: &'a mut Ser<'f, O>,
     base: usize,
     /// Entries counted so far, when the length was not known up front (and
     /// is written at the end); `None` when it was written already or the
@@ -479,7 +532,7 @@ pub(crate) struct MapSer<'a, 'f> {
     len: Option<usize>,
 }
 
-impl ser::SerializeMap for MapSer<'_, '_> {
+impl<O: Target> ser::SerializeMap for MapSer<'_, '_, O> {
     type Ok = ();
     type Error = Error;
 
@@ -510,12 +563,12 @@ impl ser::SerializeMap for MapSer<'_, '_> {
 
 /// A struct's fields: scalars are params of the struct's device, nested
 /// containers devices below it.
-pub(crate) struct StructSer<'a, 'f> {
-    ser: &'a mut Ser<'f>,
+pub(crate) struct StructSer<'a, 'f, O> {
+    ser: &'a mut Ser<'f, O>,
     base: usize,
 }
 
-impl ser::SerializeStruct for StructSer<'_, '_> {
+impl<O: Target> ser::SerializeStruct for StructSer<'_, '_, O> {
     type Ok = ();
     type Error = Error;
 

@@ -192,12 +192,18 @@ pub(crate) fn write_str(out: &mut impl Out, s: &[u8]) {
         out.put_word(0xa0 | n as u64 | crate::key::le_value(s) << 8, 1 + n);
         return;
     }
-    if n < 32 {
-        out.push(0xa0 | n as u8);
-    } else {
-        write_str_len(out, n);
-    }
+    write_str_header(out, n);
     out.extend_from_slice(s);
+}
+
+/// The marker and length of a string of `len` bytes, without the bytes.
+#[inline(always)]
+pub(crate) fn write_str_header(out: &mut impl Out, len: usize) {
+    if len < 32 {
+        out.push(0xa0 | len as u8);
+    } else {
+        write_str_len(out, len);
+    }
 }
 
 #[inline(never)]

@@ -1,0 +1,214 @@
+//! Where the serializer puts what it finds: into a [`Frame`] (`to_frame`),
+//! or straight into a frame's MessagePack bytes (`to_bytes`), with no frame
+//! in between.
+
+use super::error::{Error, ErrorKind};
+use crate::encode::{
+    write_bool_pair, write_double_pair, write_header, write_int_pair, write_str_pair,
+};
+use crate::error::EncodeError;
+use crate::frame::Frame;
+use crate::header::Header;
+use crate::key::{append_short, SEPARATOR_BYTE};
+use crate::value::ValueRef;
+use crate::wire::write::{write_array_len, write_bin_len, write_str, write_str_header};
+
+type Result<T> = std::result::Result<T, Error>;
+
+/// The longest string or bin, and the largest count, MessagePack can say
+/// (its 32-bit length prefixes).
+const MAX_LEN: usize = u32::MAX as usize;
+
+/// Receives the serializer's parameters and attachments, in order.
+pub(crate) trait Target {
+    fn put(&mut self, device: &str, param: &str, value: ValueRef<'_>) -> Result<()>;
+    fn attach(&mut self, name: &str, data: &[u8]) -> Result<()>;
+}
+
+impl Target for Frame {
+    #[inline(always)]
+    fn put(&mut self, device: &str, param: &str, value: ValueRef<'_>) -> Result<()> {
+        self.add(device, param, value);
+        Ok(())
+    }
+
+    fn attach(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        self.add_attachment_copy(name, data);
+        Ok(())
+    }
+}
+
+/// Bytes reserved for the parameter map's header until the count is known:
+/// a `map32` header. [`Wire::finish`] writes the shortest header instead
+/// and moves the parameters up to it, so the bytes are exactly
+/// `Frame::encode`'s (and the C++ library's) for the same content.
+const MAP_HEAD: usize = 5;
+
+/// A frame's MessagePack, written as the serializer goes: header and
+/// parameters into `out`, attachments (which the wire puts after every
+/// parameter) into a side buffer appended by [`finish`](Wire::finish).
+pub(crate) struct Wire<'b> {
+    out: &'b mut Vec<u8>,
+    /// Where the frame starts in `out` (what was there before is kept).
+    start: usize,
+    /// Where the parameter map's reserved header is.
+    map_at: usize,
+    params: usize,
+    /// The attachments' `[name, bin]` pairs, encoded.
+    attachments: Vec<u8>,
+    attachment_count: usize,
+}
+
+impl<'b> Wire<'b> {
+    /// Starts a frame with `header` at the end of `out`; `attachments` is a
+    /// reused scratch buffer (cleared here).
+    pub(crate) fn new(out: &'b mut Vec<u8>, header: &Header, mut attachments: Vec<u8>) -> Self {
+        let start = out.len();
+        out.push(0x93);
+        write_header(out, header);
+        let map_at = out.len();
+        out.extend_from_slice(&[0; MAP_HEAD]);
+        attachments.clear();
+        Wire {
+            out,
+            start,
+            map_at,
+            params: 0,
+            attachments,
+            attachment_count: 0,
+        }
+    }
+
+    /// Completes the frame: the parameter map's shortest header, then the
+    /// attachments. Returns the scratch buffer for reuse.
+    pub(crate) fn finish(self) -> Result<Vec<u8>> {
+        let Wire {
+            out,
+            start,
+            map_at,
+            params,
+            attachments,
+            attachment_count,
+        } = self;
+        if params > MAX_LEN || attachment_count > MAX_LEN {
+            out.truncate(start);
+            let kind = if params > MAX_LEN {
+                EncodeError::TooManyParams { count: params }
+            } else {
+                EncodeError::TooManyAttachments {
+                    count: attachment_count,
+                }
+            };
+            return Err(Error::new(ErrorKind::Encode(kind)));
+        }
+        let mut small = [0u8; MAP_HEAD];
+        let n = match params {
+            0..=15 => {
+                small[0] = 0x80 | params as u8;
+                1
+            }
+            16..=0xffff => {
+                small[0] = 0xde;
+                small[1..3].copy_from_slice(&(params as u16).to_be_bytes());
+                3
+            }
+            _ => {
+                small[0] = 0xdf;
+                small[1..].copy_from_slice(&(params as u32).to_be_bytes());
+                MAP_HEAD
+            }
+        };
+        if n < MAP_HEAD {
+            // The parameters move up to the shortest header: one `memmove`
+            // of the map's bytes, cheaper than counting them in a first
+            // pass over the value (the serializer's walk is the costly
+            // part).
+            out.copy_within(map_at + MAP_HEAD.., map_at + n);
+            out.truncate(out.len() - (MAP_HEAD - n));
+        }
+        out[map_at..map_at + n].copy_from_slice(&small[..n]);
+        write_array_len(out, attachment_count);
+        out.extend_from_slice(&attachments);
+        Ok(attachments)
+    }
+
+    /// Abandons the frame: `out` is as it was before [`new`](Wire::new).
+    /// Returns the scratch buffer for reuse.
+    pub(crate) fn abort(self) -> Vec<u8> {
+        self.out.truncate(self.start);
+        self.attachments
+    }
+}
+
+/// Appends `s`: names are short, and a fixed-size write beats a call to
+/// `memcpy` for them ([`append_short`]).
+#[inline(always)]
+fn put_short(out: &mut Vec<u8>, s: &[u8]) {
+    if !append_short(out, s) {
+        out.extend_from_slice(s);
+    }
+}
+
+#[cold]
+fn too_long(len: usize) -> Error {
+    Error::new(ErrorKind::StringTooLong(len))
+}
+
+impl Target for Wire<'_> {
+    #[inline(always)]
+    fn put(&mut self, device: &str, param: &str, value: ValueRef<'_>) -> Result<()> {
+        let key_len = device.len() + 1 + param.len();
+        if key_len > MAX_LEN {
+            return Err(too_long(key_len));
+        }
+        let out = &mut *self.out;
+        write_str_header(out, key_len);
+        put_short(out, device.as_bytes());
+        out.push(SEPARATOR_BYTE);
+        put_short(out, param.as_bytes());
+        match value {
+            ValueRef::Int(v) => write_int_pair(out, v),
+            ValueRef::Double(v) => write_double_pair(out, v),
+            ValueRef::Bool(v) => write_bool_pair(out, v),
+            ValueRef::String(s) => {
+                if s.len() > MAX_LEN {
+                    return Err(too_long(s.len()));
+                }
+                write_str_pair(out, s.as_bytes());
+            }
+            // The serializer makes only the four known types.
+            ValueRef::Unknown(_) => {
+                return Err(Error::new(ErrorKind::Unsupported("an unknown value")))
+            }
+        }
+        self.params += 1;
+        Ok(())
+    }
+
+    fn attach(&mut self, name: &str, data: &[u8]) -> Result<()> {
+        let index = self.attachment_count;
+        if name.len() > MAX_LEN {
+            return Err(Error::new(ErrorKind::Encode(
+                EncodeError::AttachmentNameTooLarge {
+                    index,
+                    len: name.len(),
+                },
+            )));
+        }
+        if data.len() > MAX_LEN {
+            return Err(Error::new(ErrorKind::Encode(
+                EncodeError::AttachmentTooLarge {
+                    index,
+                    len: data.len(),
+                },
+            )));
+        }
+        let a = &mut self.attachments;
+        a.push(0x92);
+        write_str(a, name.as_bytes());
+        write_bin_len(a, data.len());
+        a.extend_from_slice(data);
+        self.attachment_count += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,543 @@
+//! Where the deserializer reads parameters from: an owned [`Frame`], a
+//! validated [`FrameView`], or raw bytes checked as they are read
+//! ([`BytesSource`], `from_bytes`: one pass over the frame).
+
+use super::path::{same, within};
+use crate::decode::Refusal;
+use crate::decode::{fast_value, read_value, CheckSink, Decoder, Sink, Walk, WireValue};
+use crate::error::{Context, DecodeError, ErrorKind, Limit};
+use crate::frame::Frame;
+use crate::header::Header;
+use crate::key::{find_separator, SEPARATOR_BYTE};
+use crate::utf8::str_from;
+use crate::value::{UnknownValue, ValueRef};
+use crate::view::FrameView;
+use crate::wire::read::Reader;
+
+/// A parameter: `(device, param, value)`.
+pub(crate) type Entry<'de> = (&'de str, &'de str, ValueRef<'de>);
+
+/// Where the parameters come from: an owned frame or a view.
+pub(crate) trait Source<'de> {
+    /// The parameter at the cursor.
+    fn peek(&mut self) -> Option<Entry<'de>>;
+    /// Moves the cursor past the parameter `peek` returned.
+    fn bump(&mut self);
+    /// The value of `(device, param)` anywhere in the frame; the cursor
+    /// moves past it.
+    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>>;
+    /// Moves the cursor to the first parameter whose device is `path` or
+    /// below it; `false` (cursor unmoved) if there is none.
+    fn seek_device(&mut self, path: &str) -> bool;
+    /// The data of the first attachment named `name`.
+    fn attachment(&mut self, name: &str) -> Option<&'de [u8]>;
+    /// Parameters and attachments in all: no sequence can be longer.
+    fn bound(&self) -> usize;
+    /// Every parameter, in order.
+    fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>));
+}
+
+pub(crate) struct FrameSource<'de> {
+    frame: &'de Frame,
+    pos: usize,
+    /// The entry at `pos`, once read (a field's check, the end of a
+    /// container and the next field all look at the same entry).
+    peeked: Option<Entry<'de>>,
+}
+
+impl<'de> FrameSource<'de> {
+    pub(crate) fn new(frame: &'de Frame) -> Self {
+        FrameSource {
+            frame,
+            pos: 0,
+            peeked: None,
+        }
+    }
+}
+
+impl<'de> Source<'de> for FrameSource<'de> {
+    #[inline]
+    fn peek(&mut self) -> Option<Entry<'de>> {
+        if self.peeked.is_none() {
+            let params = self.frame.params();
+            let e = params.entries().get(self.pos)?;
+            let (d, p) = params.parts(e);
+            self.peeked = Some((d, p, params.value(e)));
+        }
+        self.peeked
+    }
+
+    #[inline]
+    fn bump(&mut self) {
+        self.pos += 1;
+        self.peeked = None;
+    }
+
+    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        let params = self.frame.params();
+        let i = params.position(device, param, None)?;
+        self.pos = i + 1;
+        self.peeked = None;
+        Some(params.get(i))
+    }
+
+    fn seek_device(&mut self, path: &str) -> bool {
+        let params = self.frame.params();
+        match params
+            .entries()
+            .iter()
+            .position(|e| within(params.parts(e).0, path))
+        {
+            Some(i) => {
+                self.pos = i;
+                self.peeked = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn attachment(&mut self, name: &str) -> Option<&'de [u8]> {
+        self.frame.attachment(name).map(|b| &b[..])
+    }
+
+    fn bound(&self) -> usize {
+        self.frame.len() + self.frame.attachment_count()
+    }
+
+    fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
+        for (d, p, v) in self.frame.iter() {
+            f(d, p, v);
+        }
+    }
+}
+
+pub(crate) struct ViewSource<'de> {
+    view: FrameView<'de>,
+    /// Byte offset of the parameter at the cursor, and how many remain.
+    at: usize,
+    remaining: usize,
+    /// The parameter at the cursor and the offset after it, once read.
+    peeked: Option<(Entry<'de>, usize)>,
+}
+
+impl<'de> ViewSource<'de> {
+    pub(crate) fn new(view: &FrameView<'de>) -> Self {
+        let (at, remaining) = view.params_span();
+        Self::at(view, at, remaining)
+    }
+
+    /// A cursor at the parameter at byte `at`, with `remaining` parameters
+    /// from there to the end of the map.
+    fn at(view: &FrameView<'de>, at: usize, remaining: usize) -> Self {
+        ViewSource {
+            view: *view,
+            at,
+            remaining,
+            peeked: None,
+        }
+    }
+
+    /// The parameter at byte `at` of the validated frame and the offset
+    /// after it. Keys and values in the forms encoders write (fixstr keys,
+    /// `fixarray(2)` pairs) are read directly; anything else through the
+    /// general reader. The frame was validated when the view was made, so
+    /// these reads succeed; should one fail anyway, the parameters end.
+    #[inline]
+    fn entry_at(&self, at: usize) -> Option<(Entry<'de>, usize)> {
+        let bytes = self.view.as_bytes();
+        let (key, v) = match *bytes.get(at)? {
+            m @ 0xa0..=0xbf => {
+                let end = at + 1 + usize::from(m & 0x1f);
+                (bytes.get(at + 1..end)?, end)
+            }
+            _ => {
+                let mut r = Reader::validated(bytes, at);
+                let key = r.str_bytes().ok()?;
+                (key, r.pos())
+            }
+        };
+        let (value, next) = match fast_value(bytes, v, usize::MAX) {
+            Some((WireValue::Int(x), end)) => (ValueRef::Int(x), end),
+            Some((WireValue::Double(x), end)) => (ValueRef::Double(x), end),
+            Some((WireValue::Bool(x), end)) => (ValueRef::Bool(x), end),
+            Some((WireValue::Str(b), end)) => (ValueRef::String(str_from(b).ok()?), end),
+            _ => {
+                let mut r = Reader::validated(bytes, v);
+                let value = read_value(&mut r).ok()?;
+                (value, r.pos())
+            }
+        };
+        let key = str_from(key).ok()?;
+        // Keys are short: a byte loop beats a call to `memchr`.
+        let (d, p) = match key.bytes().position(|b| b == SEPARATOR_BYTE) {
+            Some(i) => (&key[..i], &key[i + 1..]),
+            None => ("", key),
+        };
+        Some(((d, p, value), next))
+    }
+
+    /// Every parameter from the first: `(offset, remaining, entry, next)`.
+    fn walk(&self, mut f: impl FnMut(usize, usize, Entry<'de>) -> bool) {
+        let (mut at, mut remaining) = self.view.params_span();
+        while remaining > 0 {
+            let Some((entry, next)) = self.entry_at(at) else {
+                return;
+            };
+            if f(at, remaining, entry) {
+                return;
+            }
+            at = next;
+            remaining -= 1;
+        }
+    }
+}
+
+impl<'de> Source<'de> for ViewSource<'de> {
+    #[inline]
+    fn peek(&mut self) -> Option<Entry<'de>> {
+        if let Some((entry, _)) = self.peeked {
+            return Some(entry);
+        }
+        if self.remaining == 0 {
+            return None;
+        }
+        let Some(read) = self.entry_at(self.at) else {
+            self.remaining = 0;
+            return None;
+        };
+        self.peeked = Some(read);
+        Some(read.0)
+    }
+
+    #[inline]
+    fn bump(&mut self) {
+        if self.peeked.is_none() && self.peek().is_none() {
+            return;
+        }
+        if let Some((_, next)) = self.peeked.take() {
+            self.at = next;
+            self.remaining -= 1;
+        }
+    }
+
+    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        let mut found = None;
+        self.walk(|at, remaining, (d, p, v)| {
+            if same(d, device) && same(p, param) {
+                found = Some((at, remaining, v));
+                return true;
+            }
+            false
+        });
+        let (at, remaining, v) = found?;
+        self.at = at;
+        self.remaining = remaining;
+        self.peeked = None;
+        self.bump();
+        Some(v)
+    }
+
+    fn seek_device(&mut self, path: &str) -> bool {
+        let mut found = None;
+        self.walk(|at, remaining, (d, _, _)| {
+            if within(d, path) {
+                found = Some((at, remaining));
+                return true;
+            }
+            false
+        });
+        match found {
+            Some((at, remaining)) => {
+                self.at = at;
+                self.remaining = remaining;
+                self.peeked = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn attachment(&mut self, name: &str) -> Option<&'de [u8]> {
+        self.view.attachment(name)
+    }
+
+    fn bound(&self) -> usize {
+        self.view.len() + self.view.attachment_count()
+    }
+
+    fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
+        self.walk(|_, _, (d, p, v)| {
+            f(d, p, v);
+            false
+        });
+    }
+}
+
+/// Turns what the walk finds into [`Entry`]s: keys and string values
+/// checked as UTF-8 once, here, keys split at their first separator.
+struct EntrySink<'de> {
+    last: Option<Entry<'de>>,
+    check: CheckSink<'de>,
+}
+
+impl<'de> Sink<'de> for EntrySink<'de> {
+    fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
+        self.check.begin_params(count)
+    }
+
+    #[inline(always)]
+    fn param(&mut self, key: &'de [u8], value: WireValue<'de>) -> Result<(), Refusal> {
+        self.last = Some(entry_of(key, value)?);
+        Ok(())
+    }
+
+    fn begin_attachments(&mut self, count: usize) -> Result<(), Limit> {
+        self.check.begin_attachments(count)
+    }
+
+    fn attachment(
+        &mut self,
+        name: &'de [u8],
+        data: core::ops::Range<usize>,
+    ) -> Result<(), Refusal> {
+        self.check.attachment(name, data)
+    }
+}
+
+/// A parameter from the wire: key and string value checked as UTF-8, the
+/// key split at its first separator.
+#[inline(always)]
+fn entry_of<'de>(key: &'de [u8], value: WireValue<'de>) -> Result<Entry<'de>, Refusal> {
+    let key = str_from(key).map_err(|_| Refusal::Utf8 { in_key: true })?;
+    let value = match value {
+        WireValue::Int(v) => ValueRef::Int(v),
+        WireValue::Double(v) => ValueRef::Double(v),
+        WireValue::Bool(v) => ValueRef::Bool(v),
+        WireValue::Str(b) => {
+            ValueRef::String(str_from(b).map_err(|_| Refusal::Utf8 { in_key: false })?)
+        }
+        WireValue::Unknown(tag, raw) => ValueRef::Unknown(UnknownValue::from_wire(tag, raw)),
+    };
+    let (d, p) = match find_separator(key.as_bytes()) {
+        Some(i) => (&key[..i], &key[i + 1..]),
+        None => ("", key),
+    };
+    Ok((d, p, value))
+}
+
+/// The frame being read front to back, each parameter checked as it is
+/// reached.
+struct Streaming<'de, 'd> {
+    walk: Walk<'de, 'd>,
+    header: Header,
+    sink: EntrySink<'de>,
+    /// Parameters read so far (the index of the next one).
+    read: usize,
+}
+
+enum State<'de, 'd> {
+    Streaming(Streaming<'de, 'd>),
+    /// The whole frame checked (a lookup out of order, an attachment): the
+    /// view's cursor from here on.
+    View(ViewSource<'de>),
+    /// The frame is invalid: no parameters; [`BytesSource::finish`] reports
+    /// why.
+    Failed,
+}
+
+/// Raw bytes, checked as they are read: a frame written in the order its
+/// type reads it (as `to_bytes` writes it) is checked and read in one pass.
+/// The first lookup out of that order, or of an attachment, checks the rest
+/// of the frame and continues as a [`ViewSource`]. Whatever the type did
+/// not read is checked by [`finish`](BytesSource::finish), so an invalid
+/// frame is an error however little of it the type reads.
+pub(crate) struct BytesSource<'de, 'd> {
+    bytes: &'de [u8],
+    state: State<'de, 'd>,
+    /// While streaming: the parameter at the cursor, once read, and the
+    /// byte it starts at. Kept out of `state` so that the check a field's
+    /// lookup, the end of a container and the next field all make is one
+    /// load, inlined.
+    peeked: Option<(Entry<'de>, usize)>,
+    error: Option<DecodeError>,
+    params: usize,
+}
+
+impl<'de, 'd> BytesSource<'de, 'd> {
+    pub(crate) fn new(dec: &'d Decoder, bytes: &'de [u8]) -> Result<Self, DecodeError> {
+        let mut sink = EntrySink {
+            last: None,
+            check: CheckSink::new(dec),
+        };
+        let (walk, header) = Walk::start(dec, bytes, &mut sink)?;
+        let params = walk.params();
+        Ok(BytesSource {
+            bytes,
+            state: State::Streaming(Streaming {
+                walk,
+                header,
+                sink,
+                read: 0,
+            }),
+            peeked: None,
+            error: None,
+            params,
+        })
+    }
+
+    /// Checks what was not read yet; the first error in the frame, if any.
+    pub(crate) fn finish(mut self) -> Result<(), DecodeError> {
+        self.check_rest();
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks the rest of the frame and switches to a view's cursor at the
+    /// same parameter; on an invalid frame, records the error and fails.
+    #[cold]
+    #[inline(never)]
+    fn check_rest(&mut self) {
+        let State::Streaming(_) = self.state else {
+            return;
+        };
+        let State::Streaming(mut s) = std::mem::replace(&mut self.state, State::Failed) else {
+            return;
+        };
+        let (at, remaining) = match self.peeked.take() {
+            Some((_, at)) => (at, self.params - s.read + 1),
+            None => (s.walk.pos(), self.params - s.read),
+        };
+        let checked = (s.read..self.params)
+            .try_for_each(|i| s.walk.param(i, &mut s.sink))
+            .and_then(|()| s.walk.finish(&mut s.sink))
+            .and_then(|layout| {
+                let end = layout.end();
+                if end != self.bytes.len() {
+                    return Err(DecodeError::new(
+                        ErrorKind::TrailingBytes {
+                            count: self.bytes.len() - end,
+                        },
+                        end,
+                        Context::Frame,
+                    ));
+                }
+                Ok(FrameView::from_parts(self.bytes, s.header, layout))
+            });
+        match checked {
+            Ok(view) => self.state = State::View(ViewSource::at(&view, at, remaining)),
+            Err(e) => self.error = Some(e),
+        }
+    }
+}
+
+impl<'de> BytesSource<'de, '_> {
+    /// [`Source::peek`] without a parameter read already.
+    #[inline(never)]
+    fn peek_slow(&mut self) -> Option<Entry<'de>> {
+        match &mut self.state {
+            State::Streaming(s) => {
+                if s.read == self.params {
+                    return None;
+                }
+                let at = s.walk.pos();
+                if let Some((key, value)) = s.walk.fast_param() {
+                    if let Ok(entry) = entry_of(key, value) {
+                        s.read += 1;
+                        self.peeked = Some((entry, at));
+                        return Some(entry);
+                    }
+                    // Not UTF-8: read again by the walk, which says where.
+                    s.walk.rewind(at);
+                }
+                match s.walk.param(s.read, &mut s.sink) {
+                    Ok(()) => {
+                        s.read += 1;
+                        let entry = s.sink.last?;
+                        self.peeked = Some((entry, at));
+                        Some(entry)
+                    }
+                    Err(e) => {
+                        self.error = Some(e);
+                        self.state = State::Failed;
+                        None
+                    }
+                }
+            }
+            State::View(v) => v.peek(),
+            State::Failed => None,
+        }
+    }
+
+    /// [`Source::bump`] without a parameter read already.
+    #[inline(never)]
+    fn bump_slow(&mut self) {
+        match &mut self.state {
+            State::Streaming(_) => {
+                if self.peek_slow().is_some() {
+                    self.peeked = None;
+                }
+            }
+            State::View(v) => v.bump(),
+            State::Failed => {}
+        }
+    }
+}
+
+impl<'de> Source<'de> for BytesSource<'de, '_> {
+    #[inline(always)]
+    fn peek(&mut self) -> Option<Entry<'de>> {
+        match self.peeked {
+            Some((entry, _)) => Some(entry),
+            None => self.peek_slow(),
+        }
+    }
+
+    #[inline(always)]
+    fn bump(&mut self) {
+        if self.peeked.take().is_none() {
+            self.bump_slow();
+        }
+    }
+
+    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        self.check_rest();
+        match &mut self.state {
+            State::View(v) => v.find(device, param),
+            _ => None,
+        }
+    }
+
+    fn seek_device(&mut self, path: &str) -> bool {
+        self.check_rest();
+        match &mut self.state {
+            State::View(v) => v.seek_device(path),
+            _ => false,
+        }
+    }
+
+    fn attachment(&mut self, name: &str) -> Option<&'de [u8]> {
+        self.check_rest();
+        match &mut self.state {
+            State::View(v) => v.attachment(name),
+            _ => None,
+        }
+    }
+
+    fn bound(&self) -> usize {
+        // The attachments are not counted yet: as many as the input could
+        // hold (4 bytes at least each). Still a bound a hostile length
+        // cannot pass, so it cannot make a reader loop longer than the
+        // input allows.
+        self.params.saturating_add(self.bytes.len() / 4)
+    }
+
+    fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
+        self.check_rest();
+        if let State::View(v) = &mut self.state {
+            v.scan(f);
+        }
+    }
+}
