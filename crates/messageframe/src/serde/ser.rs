@@ -111,7 +111,7 @@ impl<O: Target> Ser<'_, O> {
         Ok(base)
     }
 
-    #[inline]
+    #[inline(always)]
     fn put(&mut self, param: &str, value: ValueRef<'_>) -> Result<()> {
         // Below a device, a U+001F in the parameter is harmless: the key
         // splits at its first separator, which follows the device (whose
