@@ -12,6 +12,7 @@ use core::hint::black_box;
 use core::mem::MaybeUninit;
 
 use embedded_alloc::LlffHeap as Heap;
+use messageframe::{Frame, Header};
 
 #[global_allocator]
 static HEAP: Heap = Heap::empty();
@@ -63,6 +64,27 @@ pub fn read_sensors(counter: u64) -> Reading {
 
 /// The firmware version string the node reports.
 pub const FW_VERSION: &str = "v3.2.1";
+
+/// Refills the reused `frame` with reading `r`: after the first message,
+/// nothing is allocated.
+pub fn fill(frame: &mut Frame, r: &Reading) {
+    frame.clear();
+    frame.set_header(
+        Header::builder()
+            .message_id(1001)
+            .message_type(1)
+            .source(50)
+            .target(99)
+            .counter(r.counter)
+            .timestamp(r.timestamp)
+            .build(),
+    );
+    frame.add("sensor_alpha", "voltage", r.voltage);
+    frame.add("device_core", "fw_version", FW_VERSION);
+    frame.add("device_core", "uptime_s", r.uptime_s);
+    frame.add("device_core", "ok", r.ok);
+    frame.add_attachment_copy("raw", &r.samples);
+}
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {

@@ -9,7 +9,7 @@ use core::hint::black_box;
 
 use cortex_m_rt::entry;
 use messageframe::{Frame, FrameView, Header};
-use messageframe_embedded_example::{init_heap, read_sensors, FW_VERSION};
+use messageframe_embedded_example::{fill, init_heap, read_sensors};
 
 #[entry]
 fn main() -> ! {
@@ -20,22 +20,7 @@ fn main() -> ! {
     let mut counter = 0;
     loop {
         let r = read_sensors(counter);
-        frame.clear();
-        frame.set_header(
-            Header::builder()
-                .message_id(1001)
-                .message_type(1)
-                .source(50)
-                .target(99)
-                .counter(r.counter)
-                .timestamp(r.timestamp)
-                .build(),
-        );
-        frame.add("sensor_alpha", "voltage", r.voltage);
-        frame.add("device_core", "fw_version", FW_VERSION);
-        frame.add("device_core", "uptime_s", r.uptime_s);
-        frame.add("device_core", "ok", r.ok);
-        frame.add_attachment_copy("raw", &r.samples);
+        fill(&mut frame, &r);
         let Ok(len) = frame.encode_to_buf(&mut &mut out[..]) else {
             continue;
         };
