@@ -102,7 +102,7 @@
 //!
 //! # JSON: `Serialize` for frames
 //!
-//! [`Frame`], [`FrameView`], [`Header`](crate::Header),
+//! [`Frame`], [`FrameView`], [`Header`],
 //! [`Value`](crate::Value) and [`ValueRef`](crate::ValueRef) implement
 //! `Serialize`; `serde_json::to_string(&frame)` gives the JSON line that
 //! `mframe dump` prints for the frame (without its newline), and
