@@ -1180,3 +1180,92 @@ fn long_keys_and_long_strings_take_the_views_general_path() {
     let frame = to_frame(&v).unwrap();
     reads_back(&frame, &v);
 }
+
+fn value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any::<i64>().prop_map(Value::Int),
+        finite().prop_map(Value::Double),
+        text().prop_map(Value::String),
+        any::<bool>().prop_map(Value::Bool),
+        // An unknown tag with one MessagePack value (a fixint).
+        (50i128..60, 0u8..0x80)
+            .prop_map(|(tag, b)| Value::Unknown(UnknownValueBuf::new(tag, vec![b]).unwrap())),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn frames_go_to_json_and_back(
+        header in any::<(u64, u64, u32, u32, i32, i32, u16, u16)>(),
+        params in proptest::collection::vec(("[a-z_.é]{0,6}", text(), value()), 0..12),
+        dup in any::<bool>(),
+        attachments in proptest::collection::vec((text(), proptest::collection::vec(any::<u8>(), 0..40)), 0..3),
+    ) {
+        let (t, c, s, g, m, y, v, f) = header;
+        let mut frame = Frame::new(Header::from_fields(t, c, s, g, m, y, v, f));
+        for (d, p, v) in &params {
+            frame.add(d, p, v);
+        }
+        if dup {
+            // Duplicates are kept, in order, as the wire keeps them.
+            if let Some((d, p, _)) = params.first() {
+                frame.add(d, p, 1);
+            }
+        }
+        for (name, data) in &attachments {
+            frame.add_attachment(name, data.clone());
+        }
+        let json = serde_json::to_string(&WithData(&frame)).unwrap();
+        let back: Frame = serde_json::from_str(&json).unwrap();
+        prop_assert_eq!(&back, &frame);
+        prop_assert_eq!(back.encode().unwrap(), frame.encode().unwrap());
+    }
+}
+
+#[test]
+fn a_frame_reads_back_only_from_json_that_can_rebuild_it() {
+    let mut frame = Frame::new(Header::from_fields(5, 0, 1, 2, 3, 4, 1, 0));
+    frame.add("sdr_1", "rx_gain", 30.5);
+    frame.add_attachment("iq", vec![1, 2, 3]);
+    // The plain dump form has the attachment's length only.
+    let plain = serde_json::to_string(&frame).unwrap();
+    let err = serde_json::from_str::<Frame>(&plain).unwrap_err();
+    assert!(
+        err.to_string().contains("attachment \"iq\" has no `data`"),
+        "{err}"
+    );
+    let header = r#""header":{"timestamp":5,"counter":0,"source":1,"target":2,"message_id":3,"message_type":4,"version":1,"flags":0}"#;
+    for (json, want) in [
+        (r#"{"params":[]}"#.to_owned(), "missing field `header`"),
+        (format!("{{{header},\"extra\":1}}"), "unknown field `extra`"),
+        (format!("{{{header},{header}}}"), "duplicate field `header`"),
+        (
+            format!(
+                r#"{{{header},"params":[{{"device":"a\u001fb","param":"p","type":"int64","value":1}}]}}"#
+            ),
+            "U+001F",
+        ),
+        (
+            format!(
+                r#"{{{header},"params":[{{"device":"a","param":"p","type":"int64","value":"x"}}]}}"#
+            ),
+            "expected an int64",
+        ),
+        (
+            format!(r#"{{{header},"attachments":[{{"name":"iq","len":4,"data":"AQID"}}]}}"#),
+            "the attachment's `len`",
+        ),
+    ] {
+        let err = serde_json::from_str::<Frame>(&json).unwrap_err();
+        assert!(err.to_string().contains(want), "{json}: {err}");
+    }
+    // Parameters and attachments may be absent; the header may come last.
+    let json = format!("{{{header}}}");
+    let back: Frame = serde_json::from_str(&json).unwrap();
+    assert_eq!((back.len(), back.attachment_count()), (0, 0));
+    let json =
+        format!(r#"{{"params":[{{"param":"x","device":"","value":2,"type":"int64"}}],{header}}}"#);
+    let back: Frame = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.find("", "x"), Some(ValueRef::Int(2)));
+    assert_eq!(back.header().message_id(), 3);
+}

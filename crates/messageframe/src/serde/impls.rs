@@ -1,5 +1,6 @@
 //! `Serialize` for `Frame`, `FrameView`, `Header` and `Value` in the
-//! schema `mframe dump` prints; `Deserialize` for `Header` and `Value`.
+//! schema `mframe dump` prints; `Deserialize` for `Header`, `Value` and
+//! `Frame` (from the form with attachment data).
 
 use std::fmt;
 
@@ -285,36 +286,65 @@ impl<'de> Visitor<'de> for ValueVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         const FIELDS: &[&str] = &["type", "value", "tag", "raw"];
-        let (mut ty, mut value, mut tag, mut raw) = (None::<String>, None::<Loose>, None, None);
+        let mut fields = ValueFields::default();
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match &*key {
-                "type" => ty = Some(map.next_value()?),
-                "value" => value = Some(map.next_value()?),
-                "tag" => tag = Some(map.next_value::<i128>()?),
-                "raw" => raw = Some(map.next_value::<std::borrow::Cow<'de, str>>()?),
-                other => return Err(de::Error::unknown_field(other, FIELDS)),
+            if !fields.take(&key, &mut map)? {
+                return Err(de::Error::unknown_field(&key, FIELDS));
             }
         }
-        let ty = ty.ok_or_else(|| de::Error::missing_field("type"))?;
+        fields.finish()
+    }
+}
+
+/// The fields of a value object, in any order.
+#[derive(Default)]
+struct ValueFields<'de> {
+    ty: Option<String>,
+    value: Option<Loose>,
+    tag: Option<i128>,
+    raw: Option<std::borrow::Cow<'de, str>>,
+}
+
+impl<'de> ValueFields<'de> {
+    /// Reads the value of `key` if it is one of a value's fields; `false`
+    /// (nothing read) otherwise.
+    fn take<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "type" => self.ty = Some(map.next_value()?),
+            "value" => self.value = Some(map.next_value()?),
+            "tag" => self.tag = Some(map.next_value::<i128>()?),
+            "raw" => self.raw = Some(map.next_value::<std::borrow::Cow<'de, str>>()?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn finish<E: de::Error>(self) -> Result<Value, E> {
+        let ValueFields {
+            ty,
+            value,
+            tag,
+            raw,
+        } = self;
+        let ty = ty.ok_or_else(|| E::missing_field("type"))?;
         if ty == "unknown" {
-            let tag = tag.ok_or_else(|| de::Error::missing_field("tag"))?;
-            let raw = raw.ok_or_else(|| de::Error::missing_field("raw"))?;
+            let tag = tag.ok_or_else(|| E::missing_field("tag"))?;
+            let raw = raw.ok_or_else(|| E::missing_field("raw"))?;
             let bytes = base64_decode(&raw)
-                .ok_or_else(|| de::Error::invalid_value(de::Unexpected::Str(&raw), &"base64"))?;
+                .ok_or_else(|| E::invalid_value(de::Unexpected::Str(&raw), &"base64"))?;
             return UnknownValueBuf::new(tag, bytes).map(Value::Unknown).ok_or_else(|| {
-                de::Error::custom(
+                E::custom(
                     "an unknown value needs a tag other than 10, 20, 30, 40 and raw bytes of exactly one MessagePack value",
                 )
             });
         }
-        let value = value.ok_or_else(|| de::Error::missing_field("value"))?;
-        let wrong = |what: &'static str| de::Error::invalid_type(value.describe(), &what);
+        let value = value.ok_or_else(|| E::missing_field("value"))?;
+        let wrong = |what: &'static str| E::invalid_type(value.describe(), &what);
         match (ty.as_str(), &value) {
             ("int64", Loose::Int(v)) => Ok(Value::Int(*v)),
-            ("int64", Loose::Big(v)) => Err(de::Error::invalid_value(
-                de::Unexpected::Unsigned(*v),
-                &"an int64",
-            )),
+            ("int64", Loose::Big(v)) => {
+                Err(E::invalid_value(de::Unexpected::Unsigned(*v), &"an int64"))
+            }
             ("int64", _) => Err(wrong("an int64")),
             ("double", Loose::Double(v)) => Ok(Value::Double(*v)),
             ("double", Loose::Int(v)) => Ok(Value::Double(*v as f64)),
@@ -330,7 +360,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
             ("string", _) => Err(wrong("a string")),
             ("bool", Loose::Bool(b)) => Ok(Value::Bool(*b)),
             ("bool", _) => Err(wrong("a bool")),
-            (other, _) => Err(de::Error::unknown_variant(
+            (other, _) => Err(E::unknown_variant(
                 other,
                 &["int64", "double", "string", "bool", "unknown"],
             )),
@@ -564,5 +594,207 @@ mod tests {
         for bad in ["Zg=", "Z===", "Zg==Zg==", "Zm9*"] {
             assert_eq!(base64_decode(bad), None, "{bad}");
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for Frame {
+    /// The schema `Serialize` writes (`mframe dump`'s), read back:
+    /// `header` (required), `params` in order (each kept as it comes,
+    /// duplicates too, as the wire keeps them) and `attachments`, each
+    /// with its bytes in `data` ([`WithData`]'s form; `len`, if present,
+    /// must match). An attachment without `data` is an error: the plain
+    /// form carries only its length, so the frame cannot be rebuilt from
+    /// it. A device containing U+001F, an unknown field or a repeated one
+    /// is an error too.
+    ///
+    /// ```
+    /// use messageframe::serde::WithData;
+    /// use messageframe::{Frame, Header};
+    ///
+    /// let mut frame = Frame::new(Header::from_fields(5, 0, 1, 2, 3, 4, 1, 0));
+    /// frame.add("sdr_1", "rx_gain", 30.5);
+    /// frame.add_attachment("iq", vec![0xAB; 3]);
+    /// let json = serde_json::to_string(&WithData(&frame))?;
+    /// let back: Frame = serde_json::from_str(&json)?;
+    /// assert_eq!(back, frame);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_struct("Frame", &["header", "params", "attachments"], FrameVisitor)
+    }
+}
+
+struct FrameVisitor;
+
+impl<'de> Visitor<'de> for FrameVisitor {
+    type Value = Frame;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a frame {\"header\": ..., \"params\": [...], \"attachments\": [...]}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Frame, A::Error> {
+        const FIELDS: &[&str] = &["header", "params", "attachments"];
+        let mut frame = Frame::default();
+        let (mut header, mut params, mut attachments) = (false, false, false);
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let seen = match &*key {
+                "header" => {
+                    frame.set_header(map.next_value()?);
+                    &mut header
+                }
+                "params" => {
+                    map.next_value_seed(ParamsSeed(&mut frame))?;
+                    &mut params
+                }
+                "attachments" => {
+                    map.next_value_seed(AttachmentsSeed(&mut frame))?;
+                    &mut attachments
+                }
+                other => return Err(de::Error::unknown_field(other, FIELDS)),
+            };
+            if std::mem::replace(seen, true) {
+                return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+        }
+        if !header {
+            return Err(de::Error::missing_field("header"));
+        }
+        Ok(frame)
+    }
+}
+
+/// The `params` array, added to the frame as it is read.
+struct ParamsSeed<'f>(&'f mut Frame);
+
+impl<'de> de::DeserializeSeed<'de> for ParamsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamsSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of parameters {\"device\", \"param\", \"type\", \"value\"}")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(ParamSeed(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+/// One parameter object, added to the frame.
+struct ParamSeed<'f>(&'f mut Frame);
+
+impl<'de> de::DeserializeSeed<'de> for ParamSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a parameter {\"device\", \"param\", \"type\", \"value\"}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        const FIELDS: &[&str] = &["device", "param", "type", "value", "tag", "raw"];
+        let (mut device, mut param) = (None::<std::borrow::Cow<'de, str>>, None);
+        let mut fields = ValueFields::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "device" => device = Some(map.next_value()?),
+                "param" => param = Some(map.next_value::<std::borrow::Cow<'de, str>>()?),
+                _ => {
+                    if !fields.take(&key, &mut map)? {
+                        return Err(de::Error::unknown_field(&key, FIELDS));
+                    }
+                }
+            }
+        }
+        let device = device.ok_or_else(|| de::Error::missing_field("device"))?;
+        let param = param.ok_or_else(|| de::Error::missing_field("param"))?;
+        let value = fields.finish()?;
+        crate::key::InvalidKey::check(&device).map_err(de::Error::custom)?;
+        self.0.add(&device, &param, &value);
+        Ok(())
+    }
+}
+
+/// The `attachments` array, added to the frame as it is read.
+struct AttachmentsSeed<'f>(&'f mut Frame);
+
+impl<'de> de::DeserializeSeed<'de> for AttachmentsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for AttachmentsSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of attachments {\"name\", \"len\", \"data\"}")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(AttachmentIn(name, data)) = seq.next_element()? {
+            self.0.add_attachment(&name, data);
+        }
+        Ok(())
+    }
+}
+
+/// One attachment object with its data.
+struct AttachmentIn(String, Vec<u8>);
+
+impl<'de> Deserialize<'de> for AttachmentIn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AttachmentIn;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an attachment {\"name\", \"len\", \"data\"}")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AttachmentIn, A::Error> {
+                const FIELDS: &[&str] = &["name", "len", "data"];
+                let (mut name, mut len, mut data) = (None::<String>, None::<u64>, None);
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*key {
+                        "name" => name = Some(map.next_value()?),
+                        "len" => len = Some(map.next_value()?),
+                        "data" => data = Some(map.next_value::<std::borrow::Cow<'de, str>>()?),
+                        other => return Err(de::Error::unknown_field(other, FIELDS)),
+                    }
+                }
+                let name = name.ok_or_else(|| de::Error::missing_field("name"))?;
+                let Some(data) = data else {
+                    return Err(de::Error::custom(format_args!(
+                        "attachment {name:?} has no `data`: only a dump with data (`WithData`, `mframe dump --with-data`) can be read back into a frame"
+                    )));
+                };
+                let bytes = base64_decode(&data).ok_or_else(|| {
+                    de::Error::invalid_value(de::Unexpected::Str(&data), &"base64")
+                })?;
+                if let Some(len) = len {
+                    if len != bytes.len() as u64 {
+                        return Err(de::Error::invalid_length(
+                            bytes.len(),
+                            &"the attachment's `len`",
+                        ));
+                    }
+                }
+                Ok(AttachmentIn(name, bytes))
+            }
+        }
+        d.deserialize_map(V)
     }
 }

@@ -111,9 +111,10 @@
 //! formatting, and serde_json's writes `1e+16` where `mframe dump` writes
 //! Rust's `1e16` (magnitudes from 1e16 up) and `0.00001234` where it writes
 //! `1.234e-5` (magnitudes in `[1e-5, 1e-4)`); both read back as the same
-//! double. `Header` and `Value` implement `Deserialize` for the same form;
-//! `Frame` does not (`mframe encode` reads the dump schema with its own,
-//! stricter reader, whose errors name the line and field).
+//! double. `Header`, `Value` and `Frame` implement `Deserialize` for the
+//! same form (a frame from the form with attachment data, [`WithData`]'s):
+//! `serde_json::from_str::<Frame>(&line)` reads a line of
+//! `mframe dump --with-data` back into the frame.
 //!
 //! The whole mapping, with more examples: docs/serde.md.
 
