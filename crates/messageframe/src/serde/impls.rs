@@ -572,31 +572,6 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_round_trips_and_matches_the_standard_alphabet() {
-        for (data, text) in [
-            (&b""[..], ""),
-            (b"f", "Zg=="),
-            (b"fo", "Zm8="),
-            (b"foo", "Zm9v"),
-            (b"foob", "Zm9vYg=="),
-            (b"\xff\xfe\xfd", "//79"),
-        ] {
-            assert_eq!(Base64(data).to_string(), text);
-            assert_eq!(base64_decode(text).as_deref(), Some(data));
-        }
-        let long: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
-        assert_eq!(base64_decode(&Base64(&long).to_string()), Some(long));
-        for bad in ["Zg=", "Z===", "Zg==Zg==", "Zm9*"] {
-            assert_eq!(base64_decode(bad), None, "{bad}");
-        }
-    }
-}
-
 impl<'de> Deserialize<'de> for Frame {
     /// The schema `Serialize` writes (`mframe dump`'s), read back:
     /// `header` (required), `params` in order (each kept as it comes,
@@ -796,5 +771,30 @@ impl<'de> Deserialize<'de> for AttachmentIn {
             }
         }
         d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips_and_matches_the_standard_alphabet() {
+        for (data, text) in [
+            (&b""[..], ""),
+            (b"f", "Zg=="),
+            (b"fo", "Zm8="),
+            (b"foo", "Zm9v"),
+            (b"foob", "Zm9vYg=="),
+            (b"\xff\xfe\xfd", "//79"),
+        ] {
+            assert_eq!(Base64(data).to_string(), text);
+            assert_eq!(base64_decode(text).as_deref(), Some(data));
+        }
+        let long: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
+        assert_eq!(base64_decode(&Base64(&long).to_string()), Some(long));
+        for bad in ["Zg=", "Z===", "Zg==Zg==", "Zm9*"] {
+            assert_eq!(base64_decode(bad), None, "{bad}");
+        }
     }
 }
