@@ -81,17 +81,37 @@ pub(crate) fn within(device: &str, path: &str) -> bool {
         }
 }
 
+/// The indices 0 to 99 in decimal, two digits each ("00", "01", ... "99"):
+/// a sequence's first hundred elements take their name from here, without
+/// formatting or a UTF-8 check.
+const TWO_DIGITS: &str = "\
+    00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+    40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
 /// A sequence index in decimal, on the stack.
 pub(crate) struct IndexBuf {
     buf: [u8; 20],
     start: usize,
+    /// The index's text when it is below 100.
+    small: &'static str,
 }
 
 impl IndexBuf {
     #[inline]
-    pub(crate) fn new(mut n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         let mut buf = [0u8; 20];
+        if n < 100 {
+            // One digit is the second of its two-digit form.
+            let at = 2 * n + usize::from(n < 10);
+            return IndexBuf {
+                buf,
+                start: 0,
+                small: &TWO_DIGITS[at..2 * n + 2],
+            };
+        }
         let mut start = buf.len();
+        let mut n = n;
         loop {
             start -= 1;
             buf[start] = b'0' + (n % 10) as u8;
@@ -100,11 +120,18 @@ impl IndexBuf {
                 break;
             }
         }
-        IndexBuf { buf, start }
+        IndexBuf {
+            buf,
+            start,
+            small: "",
+        }
     }
 
     #[inline]
     pub(crate) fn as_str(&self) -> &str {
+        if !self.small.is_empty() {
+            return self.small;
+        }
         // Only ASCII digits were written: the ASCII fast path.
         crate::utf8::str_from(&self.buf[self.start..]).unwrap_or("")
     }
@@ -116,7 +143,7 @@ mod tests {
 
     #[test]
     fn index_buffers_spell_the_number() {
-        for n in [0, 7, 10, 499, usize::MAX] {
+        for n in (0..1000).chain([usize::MAX]) {
             assert_eq!(IndexBuf::new(n).as_str(), n.to_string());
         }
     }

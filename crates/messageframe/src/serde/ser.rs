@@ -104,8 +104,10 @@ struct Ser<'f, O> {
 impl<O: Target> Ser<'_, O> {
     /// Enters the container `seg` of the current one; returns the length to
     /// truncate back to.
-    fn enter(&mut self, seg: &str) -> Result<usize> {
-        check_device_segment(seg)?;
+    fn enter(&mut self, seg: &str, checked: bool) -> Result<usize> {
+        if !checked {
+            check_device_segment(seg)?;
+        }
         let base = self.path.len();
         join(&mut self.path, seg);
         Ok(base)
@@ -157,6 +159,8 @@ struct Top<'a, 'f, O>(&'a mut Ser<'f, O>);
 struct Field<'a, 'f, O> {
     ser: &'a mut Ser<'f, O>,
     seg: &'a str,
+    /// `seg` is known to be fit for a device name (a sequence index).
+    checked: bool,
 }
 
 /// Serializes `value` as the field `seg` of the current container, giving
@@ -166,11 +170,23 @@ fn field<T: ?Sized + Serialize, O: Target>(
     seg: &str,
     value: &T,
 ) -> Result<()> {
+    field_checked(ser, seg, false, value)
+}
+
+/// [`field`], with `checked` when `seg` is known to be fit for a device name.
+#[inline(always)]
+fn field_checked<T: ?Sized + Serialize, O: Target>(
+    ser: &mut Ser<'_, O>,
+    seg: &str,
+    checked: bool,
+    value: &T,
+) -> Result<()> {
     let base = ser.path.len();
     value
         .serialize(Field {
             ser: &mut *ser,
             seg,
+            checked,
         })
         .map_err(|e| e.at(|| ser.path_of(base, seg)))
 }
@@ -403,7 +419,7 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
     }
     fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq> {
-        let base = self.ser.enter(self.seg)?;
+        let base = self.ser.enter(self.seg, self.checked)?;
         if let Some(n) = len {
             self.ser.put_len(base, n)?;
         }
@@ -434,7 +450,7 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
     }
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap> {
-        let base = self.ser.enter(self.seg)?;
+        let base = self.ser.enter(self.seg, self.checked)?;
         if let Some(n) = len {
             self.ser.put_len(base, n)?;
         }
@@ -445,7 +461,7 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         })
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
-        let base = self.ser.enter(self.seg)?;
+        let base = self.ser.enter(self.seg, self.checked)?;
         Ok(StructSer {
             ser: self.ser,
             base,
@@ -475,7 +491,8 @@ impl<O: Target> SeqSer<'_, '_, O> {
     fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
         let index = IndexBuf::new(self.next);
         self.next += 1;
-        field(self.ser, index.as_str(), value)
+        // Digits: fit for a device name without a check.
+        field_checked(self.ser, index.as_str(), true, value)
     }
 
     fn finish(self) -> Result<()> {
