@@ -487,10 +487,10 @@ impl<'a, 'de, S: Source<'de>> Value<'a, 'de, S> {
     }
 
     /// A sequence's or map's recorded length, if the frame has one.
-    fn len(&self, expected: &'static str) -> Result<Option<usize>> {
+    fn len(&mut self, expected: &'static str) -> Result<Option<usize>> {
         match self.found {
             Found::Scalar(ValueRef::Int(n)) => match usize::try_from(n) {
-                Ok(len) if len <= self.de.src.bound() => Ok(Some(len)),
+                Ok(len) if self.de.src.allows_len(len) => Ok(Some(len)),
                 _ => Err(Error::new(ErrorKind::InvalidLength(n))),
             },
             Found::Container => Ok(None),

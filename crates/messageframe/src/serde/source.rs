@@ -31,8 +31,10 @@ pub(crate) trait Source<'de> {
     fn seek_device(&mut self, path: &str) -> bool;
     /// The data of the first attachment named `name`.
     fn attachment(&mut self, name: &str) -> Option<&'de [u8]>;
-    /// Parameters and attachments in all: no sequence can be longer.
-    fn bound(&self) -> usize;
+    /// Whether a sequence or map may record `len` elements: at most the
+    /// frame's parameters and attachments in all, so that a hostile length
+    /// cannot make a reader loop.
+    fn allows_len(&mut self, len: usize) -> bool;
     /// Every parameter, in order.
     fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>));
 }
@@ -101,8 +103,8 @@ impl<'de> Source<'de> for FrameSource<'de> {
         self.frame.attachment(name).map(|b| &b[..])
     }
 
-    fn bound(&self) -> usize {
-        self.frame.len() + self.frame.attachment_count()
+    fn allows_len(&mut self, len: usize) -> bool {
+        len <= self.frame.len() + self.frame.attachment_count()
     }
 
     fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
@@ -262,8 +264,8 @@ impl<'de> Source<'de> for ViewSource<'de> {
         self.view.attachment(name)
     }
 
-    fn bound(&self) -> usize {
-        self.view.len() + self.view.attachment_count()
+    fn allows_len(&mut self, len: usize) -> bool {
+        len <= self.view.len() + self.view.attachment_count()
     }
 
     fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
@@ -526,12 +528,17 @@ impl<'de> Source<'de> for BytesSource<'de, '_> {
         }
     }
 
-    fn bound(&self) -> usize {
-        // The attachments are not counted yet: as many as the input could
-        // hold (4 bytes at least each). Still a bound a hostile length
-        // cannot pass, so it cannot make a reader loop longer than the
-        // input allows.
-        self.params.saturating_add(self.bytes.len() / 4)
+    fn allows_len(&mut self, len: usize) -> bool {
+        if len <= self.params {
+            return true;
+        }
+        // The attachments count too, and are not counted yet: checking the
+        // rest of the frame counts them (and reading goes on as a view's).
+        self.check_rest();
+        match &mut self.state {
+            State::View(v) => v.allows_len(len),
+            _ => false,
+        }
     }
 
     fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
