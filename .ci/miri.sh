@@ -33,9 +33,17 @@ for target in "${miri_targets[@]}"; do
     cargo "+$miri_toolchain" miri setup --target "$target"
 done
 for target in "${miri_targets[@]}"; do
-    MIRIFLAGS=-Zmiri-disable-isolation CARGO_TARGET_DIR="target/miri-$target" \
-        cargo "+$miri_toolchain" miri test --target "$target" "${miri_tests[@]}" \
-        -- --test-threads=1 "${skip_args[@]}" >"target/miri-$target.log" 2>&1 &
+    # Each run's own time, at the end of its log (they run side by side, so
+    # whether one waits for a free core at its end shows here).
+    (
+        start=$SECONDS
+        rc=0
+        MIRIFLAGS=-Zmiri-disable-isolation CARGO_TARGET_DIR="target/miri-$target" \
+            cargo "+$miri_toolchain" miri test --target "$target" "${miri_tests[@]}" \
+            -- --test-threads=1 "${skip_args[@]}" || rc=$?
+        echo "note: under Miri $target took $((SECONDS - start)) s (build and tests)"
+        exit $rc
+    ) >"target/miri-$target.log" 2>&1 &
     pids+=($!)
 done
 miri_failed=0

@@ -105,7 +105,12 @@ mod tests {
 
     #[test]
     fn agrees_with_std_on_every_length_and_every_high_byte_position() {
-        for n in 0..40usize {
+        // `is_ascii` has three branches: up to 8 bytes, 9 to 16, and std's
+        // past 16. Under Miri (.ci/miri.sh) lengths up to 23 still take all
+        // three, and every position in each, in a third of the time; the
+        // native runs go up to 39.
+        let lengths = if cfg!(miri) { 24 } else { 40 };
+        for n in 0..lengths {
             let ascii: Vec<u8> = (0..n).map(|i| b' ' + (i % 90) as u8).collect();
             assert_eq!(str_from(&ascii).ok(), core::str::from_utf8(&ascii).ok());
             assert!(string_from(ascii.clone()).is_ok());
