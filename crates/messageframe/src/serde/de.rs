@@ -91,11 +91,10 @@ enum Found<'de> {
 impl<'de, S: Source<'de>> De<'de, S> {
     /// What the frame holds for field `seg` of the container `self.path`.
     fn locate(&mut self, seg: &str) -> Found<'de> {
-        if let Some((d, p, v)) = self.src.peek() {
-            if same(p, seg) && same(d, &self.path) {
-                self.src.bump();
-                return Found::Scalar(v);
-            }
+        if let Some(v) = self.src.take(&self.path, seg) {
+            return Found::Scalar(v);
+        }
+        if let Some((d, _, _)) = self.src.peek() {
             if under(d, &self.path, seg) {
                 return Found::Container;
             }

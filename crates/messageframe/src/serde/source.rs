@@ -8,7 +8,7 @@ use crate::decode::{fast_value, read_value, CheckSink, Decoder, Sink, Walk, Wire
 use crate::error::{Context, DecodeError, ErrorKind, Limit};
 use crate::frame::Frame;
 use crate::header::Header;
-use crate::key::{find_separator, SEPARATOR_BYTE};
+use crate::key::{bytes_eq, find_separator, SEPARATOR_BYTE};
 use crate::utf8::str_from;
 use crate::value::{UnknownValue, ValueRef};
 use crate::view::FrameView;
@@ -23,6 +23,18 @@ pub(crate) trait Source<'de> {
     fn peek(&mut self) -> Option<Entry<'de>>;
     /// Moves the cursor past the parameter `peek` returned.
     fn bump(&mut self);
+    /// The value of the parameter at the cursor when it is `(device,
+    /// param)`, the cursor moved past it; `None`, cursor unmoved, otherwise.
+    #[inline(always)]
+    fn take(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        let (d, p, v) = self.peek()?;
+        if same(p, param) && same(d, device) {
+            self.bump();
+            Some(v)
+        } else {
+            None
+        }
+    }
     /// The value of `(device, param)` anywhere in the frame; the cursor
     /// moves past it.
     fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>>;
@@ -312,7 +324,18 @@ impl<'de> Sink<'de> for EntrySink<'de> {
 #[inline(always)]
 fn entry_of<'de>(key: &'de [u8], value: WireValue<'de>) -> Result<Entry<'de>, Refusal> {
     let key = str_from(key).map_err(|_| Refusal::Utf8 { in_key: true })?;
-    let value = match value {
+    let value = value_of(value)?;
+    let (d, p) = match find_separator(key.as_bytes()) {
+        Some(i) => (&key[..i], &key[i + 1..]),
+        None => ("", key),
+    };
+    Ok((d, p, value))
+}
+
+/// A value from the wire, a string checked as UTF-8.
+#[inline(always)]
+fn value_of(value: WireValue<'_>) -> Result<ValueRef<'_>, Refusal> {
+    Ok(match value {
         WireValue::Int(v) => ValueRef::Int(v),
         WireValue::Double(v) => ValueRef::Double(v),
         WireValue::Bool(v) => ValueRef::Bool(v),
@@ -320,12 +343,30 @@ fn entry_of<'de>(key: &'de [u8], value: WireValue<'de>) -> Result<Entry<'de>, Re
             ValueRef::String(str_from(b).map_err(|_| Refusal::Utf8 { in_key: false })?)
         }
         WireValue::Unknown(tag, raw) => ValueRef::Unknown(UnknownValue::from_wire(tag, raw)),
-    };
-    let (d, p) = match find_separator(key.as_bytes()) {
-        Some(i) => (&key[..i], &key[i + 1..]),
-        None => ("", key),
-    };
-    Ok((d, p, value))
+    })
+}
+
+/// Whether the wire key `key` is `(device, param)`: split at its first
+/// separator, it gives these two. Compared as bytes, so a key that matches
+/// is valid UTF-8 without a check (it equals two `&str`), and needs no
+/// search for its separator.
+#[inline(always)]
+fn key_is(key: &[u8], device: &str, param: &str) -> bool {
+    let (d, p) = (device.as_bytes(), param.as_bytes());
+    if d.is_empty() {
+        // `␟param`, as this crate writes it, or `param` alone (which
+        // splits to device `""` only when it has no separator).
+        return match key.split_first() {
+            Some((&SEPARATOR_BYTE, rest)) => bytes_eq(rest, p),
+            _ => bytes_eq(key, p) && find_separator(p).is_none(),
+        };
+    }
+    key.len() == d.len() + 1 + p.len()
+        && key[d.len()] == SEPARATOR_BYTE
+        && bytes_eq(&key[..d.len()], d)
+        && bytes_eq(&key[d.len() + 1..], p)
+        // The separator after the device is the key's first.
+        && find_separator(d).is_none()
 }
 
 /// The frame being read front to back, each parameter checked as it is
@@ -486,6 +527,38 @@ impl<'de> BytesSource<'de, '_> {
             State::Failed => {}
         }
     }
+
+    /// [`Source::take`] without a parameter read already. While streaming,
+    /// the next parameter's key is compared with `(device, param)` before
+    /// anything else: a frame read in the order it was written matches, and
+    /// its key then needs neither a UTF-8 check nor a search for its
+    /// separator. A key that does not match is read as [`peek`](Source::peek)
+    /// reads it (the caller's peek then finds it read).
+    #[inline]
+    fn take_unread(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        let State::Streaming(s) = &mut self.state else {
+            return None;
+        };
+        if s.read == self.params {
+            return None;
+        }
+        let at = s.walk.pos();
+        let (key, value) = s.walk.fast_param()?;
+        if key_is(key, device, param) {
+            if let Ok(v) = value_of(value) {
+                s.read += 1;
+                return Some(v);
+            }
+        } else if let Ok(entry) = entry_of(key, value) {
+            s.read += 1;
+            self.peeked = Some((entry, at));
+            return None;
+        }
+        // Not UTF-8: the caller's peek reads it again through the walk,
+        // which says where.
+        s.walk.rewind(at);
+        None
+    }
 }
 
 impl<'de> Source<'de> for BytesSource<'de, '_> {
@@ -501,6 +574,21 @@ impl<'de> Source<'de> for BytesSource<'de, '_> {
     fn bump(&mut self) {
         if self.peeked.take().is_none() {
             self.bump_slow();
+        }
+    }
+
+    #[inline(always)]
+    fn take(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        match self.peeked {
+            Some(((d, p, v), _)) => {
+                if same(p, param) && same(d, device) {
+                    self.peeked = None;
+                    Some(v)
+                } else {
+                    None
+                }
+            }
+            None => self.take_unread(device, param),
         }
     }
 
@@ -545,6 +633,64 @@ impl<'de> Source<'de> for BytesSource<'de, '_> {
         self.check_rest();
         if let State::View(v) = &mut self.state {
             v.scan(f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `key_is` agrees with reading the key and splitting it at its first
+    /// separator, on every pair of parts it is asked about.
+    #[test]
+    fn a_key_is_a_device_and_param_exactly_when_it_splits_into_them() {
+        let keys: [&[u8]; 14] = [
+            b"\x1fx",
+            b"x",
+            b"a\x1fx",
+            b"a.b\x1fx",
+            b"a\x1fb\x1fx",
+            b"\x1fa\x1fx",
+            b"a\x1f",
+            b"\x1f",
+            b"",
+            b"a\x1fx\x1f",
+            b"items.10\x1fprice",
+            b"items.1\x1f0price",
+            b"a.b.c.d.e.f.g.h\x1fparameter_name",
+            "d\u{e9}v\x1fp\u{e9}".as_bytes(),
+        ];
+        let parts = [
+            "",
+            "x",
+            "a",
+            "a.b",
+            "a\x1fb",
+            "b\x1fx",
+            "\x1fa",
+            "\x1fx",
+            "x\x1f",
+            "items.10",
+            "items.1",
+            "price",
+            "0price",
+            "a.b.c.d.e.f.g.h",
+            "parameter_name",
+            "d\u{e9}v",
+            "p\u{e9}",
+        ];
+        for key in keys {
+            let (d, p, _) = entry_of(key, WireValue::Int(0)).unwrap();
+            for device in parts {
+                for param in parts {
+                    assert_eq!(
+                        key_is(key, device, param),
+                        (d, p) == (device, param),
+                        "{key:?} against ({device:?}, {param:?})"
+                    );
+                }
+            }
         }
     }
 }
