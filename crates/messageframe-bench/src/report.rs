@@ -405,6 +405,59 @@ pub fn judge_targets(scenarios: &[ScenarioResult]) -> Vec<Target> {
     j.out
 }
 
+/// Judges the serde bridge's targets (issue 11) on the Order record: the
+/// typed struct to bytes and back (`messageframe-serde`, encode + decode)
+/// ≥ 3x serde_json's and ≤ 1.2x rmp-serde's with named fields, at every
+/// item count the run measured.
+#[must_use]
+pub fn judge_order_targets(order: &[OrderResult]) -> Vec<Target> {
+    let mut out = Vec::new();
+    for o in order {
+        let total = |id: &str| {
+            o.backends
+                .iter()
+                .find(|b| b.id == id)
+                .map(|b| (b.label.as_str(), b.encode_ns + b.decode_ns))
+        };
+        let Some((label, ours)) = total("messageframe-serde") else {
+            continue;
+        };
+        let title = format!(
+            "Order ({} item{}): {label}",
+            o.items,
+            if o.items == 1 { "" } else { "s" }
+        );
+        if let Some((peer, t)) = total("serde_json") {
+            let r = sig(t / ours);
+            out.push(Target {
+                group: "order".to_owned(),
+                requirement: format!("{title} ≥ 3x faster than {peer}"),
+                figure: format!("{} / {} ns = {}", fmt_ns(t), fmt_ns(ours), fmt_ratio(r)),
+                value: r,
+                limit: 3.0,
+                met: r >= 3.0,
+            });
+        }
+        if let Some((peer, t)) = total("rmp-serde-named") {
+            let r = sig(ours / t);
+            out.push(Target {
+                group: "order".to_owned(),
+                requirement: format!("{title} ≤ 1.2x {peer}"),
+                figure: format!("{} / {} ns = {}", fmt_ns(ours), fmt_ns(t), fmt_ratio(r)),
+                value: r,
+                limit: 1.2,
+                met: r <= 1.2,
+            });
+        }
+    }
+    out
+}
+
+/// Nanoseconds, whole, with thousands separators.
+fn fmt_ns(x: f64) -> String {
+    thousands(x.round() as u64)
+}
+
 /// An allocation count: whole numbers without decimals.
 #[must_use]
 pub fn fmt_count(x: f64) -> String {
@@ -667,5 +720,60 @@ mod tests {
         let first = find(&t, "first find");
         assert!(!first.met && first.figure == "450 ns");
         assert!(find(&t, "repeated find").met);
+    }
+
+    #[test]
+    fn the_bridge_is_judged_against_serde_json_and_rmp_serde_named_at_each_size() {
+        use crate::runner::{AllocPerOp, OrderBackendResult};
+        let row = |id: &str, encode_ns: f64, decode_ns: f64| OrderBackendResult {
+            id: id.to_owned(),
+            label: id.to_owned(),
+            bytes: 0,
+            zstd_bytes: 0,
+            encode_ns,
+            encode_allocs: AllocPerOp::default(),
+            decode_ns,
+            decode_allocs: AllocPerOp::default(),
+        };
+        let order = |items, ours: f64| OrderResult {
+            items,
+            iterations: 1,
+            backends: vec![
+                row("messageframe-serde", ours / 2.0, ours / 2.0),
+                row("serde_json", 1000.0, 2000.0),
+                row("rmp-serde-named", 400.0, 1600.0),
+            ],
+        };
+        // 3000 / 1000 = 3.00x (met) and 1000 / 2000 = 0.50x (met); 3000 /
+        // 2500 = 1.20x (missed) and 2500 / 2000 = 1.25x (missed).
+        let t = judge_order_targets(&[order(1, 1000.0), order(20, 2500.0)]);
+        assert_eq!(t.len(), 4);
+        assert!(t.iter().all(|t| t.group == "order"));
+        let one = find(
+            &t,
+            "Order (1 item): messageframe-serde ≥ 3x faster than serde_json",
+        );
+        assert!(
+            one.met && one.figure == "3,000 / 1,000 ns = 3.00x",
+            "{one:?}"
+        );
+        assert!(
+            find(
+                &t,
+                "Order (1 item): messageframe-serde ≤ 1.2x rmp-serde-named"
+            )
+            .met
+        );
+        let json = find(&t, "Order (20 items): messageframe-serde ≥ 3x");
+        assert!(!json.met && json.figure.ends_with("1.20x"), "{json:?}");
+        let named = find(&t, "Order (20 items): messageframe-serde ≤ 1.2x");
+        assert!(
+            !named.met && named.figure == "2,500 / 2,000 ns = 1.25x",
+            "{named:?}"
+        );
+        // Without the bridge's row, nothing is judged.
+        let mut none = order(20, 1.0);
+        none.backends.remove(0);
+        assert!(judge_order_targets(&[none]).is_empty());
     }
 }
