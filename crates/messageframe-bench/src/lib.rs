@@ -42,7 +42,7 @@ pub mod proto {
 
 use std::time::Duration;
 
-use report::{judge_order_targets, judge_targets, Build, Meta, Report};
+use report::{judge_all, Build, Meta, Report};
 use runner::{run_order, run_scenario, Settings, ORDER_ITEMS};
 use scenario::SCENARIOS;
 
@@ -137,8 +137,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report, Str
     } else {
         Vec::new()
     };
-    let mut targets = judge_targets(&scenarios);
-    targets.extend(judge_order_targets(&order));
+    let targets = judge_all(&scenarios, &order);
     Ok(Report {
         meta: Meta {
             schema: report::SCHEMA.to_owned(),

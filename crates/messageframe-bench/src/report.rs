@@ -405,6 +405,15 @@ pub fn judge_targets(scenarios: &[ScenarioResult]) -> Vec<Target> {
     j.out
 }
 
+/// Every target of a run: the benchmark issue's on the scenarios, then the
+/// serde bridge's on the Order record.
+#[must_use]
+pub fn judge_all(scenarios: &[ScenarioResult], order: &[OrderResult]) -> Vec<Target> {
+    let mut targets = judge_targets(scenarios);
+    targets.extend(judge_order_targets(order));
+    targets
+}
+
 /// Judges the serde bridge's targets (issue 11) on the Order record: the
 /// typed struct to bytes and back (`messageframe-serde`, encode + decode)
 /// ≥ 3x serde_json's and ≤ 1.2x rmp-serde's with named fields, at every

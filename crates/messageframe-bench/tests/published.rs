@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use messageframe_bench::publish::{self, Targets};
-use messageframe_bench::report::judge_targets;
+use messageframe_bench::report::judge_all;
 use messageframe_bench::tables::REPORT_COMMAND;
 
 fn root() -> PathBuf {
@@ -33,7 +33,7 @@ fn the_committed_targets_are_judged_from_the_committed_figures() {
     let report = publish::load(&root().join("docs/crossbench.json")).expect("published run");
     assert_eq!(
         report.targets,
-        judge_targets(&report.scenarios),
+        judge_all(&report.scenarios, &report.order),
         "the JSON's targets were not judged by this harness from its figures"
     );
 }
