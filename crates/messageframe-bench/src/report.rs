@@ -436,26 +436,25 @@ pub fn judge_order_targets(order: &[OrderResult]) -> Vec<Target> {
             o.items,
             if o.items == 1 { "" } else { "s" }
         );
-        if let Some((peer, t)) = total("serde_json") {
-            let r = sig(t / ours);
+        // (peer, whether the peer's time goes on top, the limit): the
+        // ratio is peer ÷ ours for "faster than", ours ÷ peer for "at most".
+        for (id, faster, limit) in [("serde_json", true, 3.0), ("rmp-serde-named", false, 1.2)] {
+            let Some((peer, t)) = total(id) else {
+                continue;
+            };
+            let (num, den) = if faster { (t, ours) } else { (ours, t) };
+            let r = sig(num / den);
             out.push(Target {
                 group: "order".to_owned(),
-                requirement: format!("{title} ≥ 3x faster than {peer}"),
-                figure: format!("{} / {} ns = {}", fmt_ns(t), fmt_ns(ours), fmt_ratio(r)),
+                requirement: if faster {
+                    format!("{title} ≥ {limit:.0}x faster than {peer}")
+                } else {
+                    format!("{title} ≤ {limit:.1}x {peer}")
+                },
+                figure: format!("{} / {} ns = {}", fmt_ns(num), fmt_ns(den), fmt_ratio(r)),
                 value: r,
-                limit: 3.0,
-                met: r >= 3.0,
-            });
-        }
-        if let Some((peer, t)) = total("rmp-serde-named") {
-            let r = sig(ours / t);
-            out.push(Target {
-                group: "order".to_owned(),
-                requirement: format!("{title} ≤ 1.2x {peer}"),
-                figure: format!("{} / {} ns = {}", fmt_ns(ours), fmt_ns(t), fmt_ratio(r)),
-                value: r,
-                limit: 1.2,
-                met: r <= 1.2,
+                limit,
+                met: if faster { r >= limit } else { r <= limit },
             });
         }
     }
