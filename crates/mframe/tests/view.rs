@@ -363,36 +363,63 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     )
     .await;
 
-    // 5. Frames as fast as one connection takes them, for about a second:
-    // the page still gets at most 20 updates a second.
-    let before = eval(&page, "window.mframeView.updates")
-        .await
-        .as_u64()
-        .unwrap();
+    // 5. Frames as fast as one connection takes them: the page keeps
+    // getting updates, and at most 20 a second. The flood lasts at least a
+    // second and until the page has handled 5 updates: on a loaded 2-core
+    // machine (this test, the viewer and chromium share it) chromium may be
+    // starved for a while, so the bound is STEP, not a time. The rate is
+    // judged on the server's clock (`now` of the updates the page handled),
+    // not on this process's: a starved page handles late updates in a burst.
+    let pushed = "[window.mframeView.updates, window.mframeView.last.now]";
+    let snapshot = |v: Value| (v[0].as_u64().unwrap(), v[1].as_u64().unwrap());
+    let (updates_before, now_before) = snapshot(eval(&page, pushed).await);
     let started = Instant::now();
     let mut seq = 51;
-    while started.elapsed() < Duration::from_millis(1_000) {
+    let mut last_check = started;
+    let (updates, span_ms) = loop {
         let batch: Vec<u8> = (seq..seq + 200)
             .flat_map(|s| live_frame(s, s as f64))
             .collect();
         live.write_all(&batch).unwrap();
         seq += 200;
-    }
-    let elapsed = started.elapsed();
-    let after = eval(&page, "window.mframeView.updates")
-        .await
-        .as_u64()
-        .unwrap();
-    let updates = after - before;
+        if last_check.elapsed() < Duration::from_millis(100) {
+            continue;
+        }
+        last_check = Instant::now();
+        let (updates_now, now) = snapshot(eval(&page, pushed).await);
+        let updates = updates_now - updates_before;
+        if updates >= 5 && started.elapsed() >= Duration::from_secs(1) {
+            break (updates, now - now_before);
+        }
+        assert!(
+            started.elapsed() < STEP,
+            "only {updates} page updates in {:?} while {} frames came",
+            started.elapsed(),
+            seq - 51
+        );
+    };
+    // Pushes are 50 ms apart on the server's interval; a tick that fires up
+    // to 5 ms late does not delay the next (tokio's rule), and `now` is
+    // read under the state's lock: 40 ms is the smallest spacing allowed.
     assert!(
-        updates as f64 <= elapsed.as_secs_f64() * 20.0 + 2.0,
-        "{updates} updates in {elapsed:?}"
+        updates <= span_ms / 40 + 1,
+        "{updates} updates in {span_ms} ms of the server's clock"
     );
+    let frames_sent = seq - 51;
     assert!(
-        updates >= 5,
-        "only {updates} updates in {elapsed:?} while {} frames came",
-        seq - 51
+        frames_sent >= 100 * updates,
+        "{frames_sent} frames, {updates} updates: updates are not throttled"
     );
+    // Every frame of the flood reaches the page's row in the end.
+    until(
+        &page,
+        "the flood's last frame",
+        &format!(
+            "window.mframeView.rows.get([...window.mframeView.rows.values()].find(r => r.param === 'x').id).count === {}",
+            seq
+        ),
+    )
+    .await;
 
     // 6. The attachment of the sdr frame, drawn as a spectrum of f32 and as
     // a waveform of i16 samples (fetched from the server).
