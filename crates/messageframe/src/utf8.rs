@@ -65,9 +65,17 @@ pub(crate) fn push_str(text: &mut String, s: &str) {
     // keeps a `String` valid UTF-8.
     let appended = crate::key::append_short(unsafe { text.as_mut_vec() }, s.as_bytes());
     if !appended {
+        if text.capacity() == 0 {
+            // A new arena starts at 64 bytes: from `String`'s 8, a
+            // 4-parameter frame grew it three times.
+            text.reserve(s.len().max(FIRST_TEXT));
+        }
         text.push_str(s);
     }
 }
+
+/// The capacity of a new frame's text arena at its first parameter.
+const FIRST_TEXT: usize = 64;
 
 #[cfg(test)]
 mod tests {

@@ -337,6 +337,7 @@ impl Decoder {
             input: bytes,
             budget: Budget::new(self.limits.max_alloc_bytes),
             utf8_ok: true,
+            claimed: 0,
         };
         let mut result = walk(self, bytes, &mut sink);
         if let Ok((_, layout)) = &result {
