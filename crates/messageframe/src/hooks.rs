@@ -25,6 +25,16 @@ pub(crate) fn count_comparisons(n: usize) {
     let _ = n;
 }
 
+/// Counts `n` parameters read by the serde bridge's reader (at its cursor,
+/// by a pass, or to build its lookup).
+#[inline(always)]
+#[allow(dead_code)] // only the `serde` feature reads parameters this way
+pub(crate) fn count_reads(n: usize) {
+    #[cfg(feature = "test-hooks")]
+    test_hooks::add(&test_hooks::READS, n);
+    let _ = n;
+}
+
 /// A key's finished hash, or 0 while `test_hooks::collide_all_hashes` is
 /// on in this thread.
 #[inline(always)]
@@ -52,6 +62,7 @@ pub mod test_hooks {
     thread_local! {
         pub(crate) static PROBES: Cell<u64> = const { Cell::new(0) };
         pub(crate) static COMPARISONS: Cell<u64> = const { Cell::new(0) };
+        pub(crate) static READS: Cell<u64> = const { Cell::new(0) };
         pub(crate) static COLLIDE: Cell<bool> = const { Cell::new(false) };
     }
 
@@ -105,6 +116,10 @@ pub mod test_hooks {
         /// match, keys compared in the ordered fallback, entries compared
         /// by a scan.
         pub comparisons: u64,
+        /// Parameters read by the serde bridge's reader (feature `serde`):
+        /// at its cursor, by a pass over the frame, or to build its lookup.
+        /// Not part of [`total`](Work::total), the index's work.
+        pub reads: u64,
     }
 
     impl Work {
@@ -119,6 +134,7 @@ pub mod test_hooks {
     pub fn reset_work() {
         PROBES.with(|c| c.set(0));
         COMPARISONS.with(|c| c.set(0));
+        READS.with(|c| c.set(0));
     }
 
     /// This thread's counters.
@@ -127,6 +143,7 @@ pub mod test_hooks {
         Work {
             probes: PROBES.with(Cell::get),
             comparisons: COMPARISONS.with(Cell::get),
+            reads: READS.with(Cell::get),
         }
     }
 }

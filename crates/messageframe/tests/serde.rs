@@ -585,6 +585,22 @@ fn parameters_in_any_order_read_the_same() {
             .collect(),
     };
     reads_back(&frame, &want);
+    // A run of more than 8 entries (the reader keeps 8 run keys inline,
+    // the rest spill), then another device, then more of the map and a
+    // repeat of a key of the run (first occurrence wins).
+    let mut frame = Frame::default();
+    for i in 0..12 {
+        frame.add("meta", &format!("k{i:02}"), i.to_string().as_str());
+    }
+    frame.add("", "x", 1);
+    frame.add("meta", "k10", "repeat");
+    frame.add("meta", "k03", "repeat");
+    frame.add("meta", "late", "yes");
+    let mut meta: BTreeMap<String, String> = (0..12)
+        .map(|i| (format!("k{i:02}"), i.to_string()))
+        .collect();
+    meta.insert("late".into(), "yes".into());
+    reads_back(&frame, &M { x: 1, meta });
 }
 
 #[test]

@@ -4,10 +4,15 @@
 //! `to_frame` (or by any writer that keeps each struct's fields together in
 //! field order) is read front to back, each field found at the cursor with
 //! one comparison. Anything else is found by a lookup (`Frame::find`, O(1);
-//! a scan in a `FrameView`), so the order of parameters never changes the
-//! result, only the speed.
+//! otherwise a binary search of the source's [`Lookup`]), so the order of
+//! parameters never changes the result (the first occurrence of a key
+//! wins), only the speed, and a frame of n parameters reads in O(n log n)
+//! whatever its order.
+//!
+//! [`Lookup`]: super::lookup::Lookup
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::marker::PhantomData;
 
 use ::serde::de::value::BorrowedStrDeserializer;
@@ -18,6 +23,7 @@ use super::error::{Error, ErrorKind};
 use super::path::{join, same, under, within, IndexBuf};
 use super::source::{BytesSource, Source};
 use crate::decode::Decoder;
+use crate::hooks::count_comparisons;
 use crate::value::ValueRef;
 
 type Result<T> = std::result::Result<T, Error>;
@@ -91,12 +97,17 @@ enum Found<'de> {
 impl<'de, S: Source<'de>> De<'de, S> {
     /// What the frame holds for field `seg` of the container `self.path`.
     fn locate(&mut self, seg: &str) -> Found<'de> {
+        // At the cursor while no lookup has moved it (`take` says no once
+        // one has): what is there is the first occurrence of its key.
+        // After a jump, by lookup only.
         if let Some(v) = self.src.take(&self.path, seg) {
             return Found::Scalar(v);
         }
-        if let Some((d, _, _)) = self.src.peek() {
-            if under(d, &self.path, seg) {
-                return Found::Container;
+        if !self.src.jumped() {
+            if let Some((d, _, _)) = self.src.peek() {
+                if under(d, &self.path, seg) {
+                    return Found::Container;
+                }
             }
         }
         if let Some(v) = self.src.find(&self.path, seg) {
@@ -313,6 +324,40 @@ impl<'de, S: Source<'de>> de::SeqAccess<'de> for SeqDe<'_, 'de, S> {
     }
 }
 
+/// The keys a map has given, so that each is given once (its first
+/// occurrence). The first 8 are kept inline, compared in a pass: a small
+/// map read as it was written allocates nothing for them; a larger one
+/// keeps the rest in a set, so that a map of n entries costs O(n log n)
+/// however its entries are spread.
+#[derive(Default)]
+struct GivenKeys<'de> {
+    inline: [&'de str; 8],
+    len: usize,
+    spill: BTreeSet<&'de str>,
+}
+
+impl<'de> GivenKeys<'de> {
+    /// Records `key`; `false` if it was given already.
+    fn insert(&mut self, key: &'de str) -> bool {
+        count_comparisons(self.len);
+        if self.inline[..self.len].contains(&key) {
+            return false;
+        }
+        match self.inline.get_mut(self.len) {
+            Some(slot) => {
+                *slot = key;
+                self.len += 1;
+                true
+            }
+            None => {
+                // A B-tree's search: about log2 of its size.
+                count_comparisons((usize::BITS - self.spill.len().leading_zeros()) as usize + 1);
+                self.spill.insert(key)
+            }
+        }
+    }
+}
+
 /// A map's entries: the parameters of its device (scalar values) and the
 /// devices below it (container values), keyed by name.
 struct MapDe<'a, 'de, S> {
@@ -320,10 +365,11 @@ struct MapDe<'a, 'de, S> {
     base: usize,
     len: Option<usize>,
     yielded: usize,
-    /// Entries found after the run at the cursor ended (the map's entries
-    /// were not all together), with the keys the run gave.
+    /// Entries found by lookup, in frame order, once the run at the cursor
+    /// ended before the map did (its entries were not all together) or
+    /// could not be trusted (a lookup had moved the cursor).
     rest: Option<std::vec::IntoIter<(&'de str, Found<'de>)>>,
-    run_keys: Vec<&'de str>,
+    given: GivenKeys<'de>,
     key: &'de str,
     found: Found<'de>,
 }
@@ -336,7 +382,7 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
             len,
             yielded: 0,
             rest: None,
-            run_keys: Vec::new(),
+            given: GivenKeys::default(),
             key: "",
             found: Found::Absent,
         }
@@ -362,25 +408,24 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
         None
     }
 
-    /// Every entry of the map in the frame that the run did not give.
+    /// Every entry of the map in the frame not given yet, first occurrences
+    /// only, in frame order.
     fn collect_rest(&mut self) -> Vec<(&'de str, Found<'de>)> {
         let mut rest: Vec<(&'de str, Found<'de>)> = Vec::new();
         let path = self.de.path.as_str();
-        let run_keys = &self.run_keys;
-        self.de.src.scan(&mut |d, p, v| {
+        let given = &mut self.given;
+        self.de.src.within(path, &mut |d, p, v| {
             let entry = if d == path {
                 (p, Found::Scalar(v))
-            } else if within(d, path) {
+            } else {
                 let tail = if path.is_empty() {
                     d
                 } else {
                     &d[path.len() + 1..]
                 };
                 (tail.split('.').next().unwrap_or(tail), Found::Container)
-            } else {
-                return;
             };
-            if !run_keys.contains(&entry.0) && !rest.iter().any(|(k, _)| *k == entry.0) {
+            if given.insert(entry.0) {
                 rest.push(entry);
             }
         });
@@ -396,20 +441,28 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for MapDe<'_, 'de, S> {
             return Ok(None);
         }
         self.de.path.truncate(self.base);
-        let entry = match &mut self.rest {
-            Some(rest) => rest.next(),
-            None => match self.run_entry() {
-                Some(e) => {
-                    self.run_keys.push(e.0);
-                    Some(e)
+        let entry = loop {
+            if let Some(rest) = &mut self.rest {
+                break rest.next();
+            }
+            let run = if self.de.src.jumped() {
+                None
+            } else {
+                self.run_entry()
+            };
+            match run {
+                Some(e) if self.given.insert(e.0) => break Some(e),
+                Some((seg, found)) => {
+                    // A later occurrence of a key the map gave: the first
+                    // wins; a container's parameters are passed over.
+                    if matches!(found, Found::Container) {
+                        join(&mut self.de.path, seg);
+                        self.de.skip_within();
+                        self.de.path.truncate(self.base);
+                    }
                 }
-                None => {
-                    let mut rest = self.collect_rest().into_iter();
-                    let next = rest.next();
-                    self.rest = Some(rest);
-                    next
-                }
-            },
+                None => self.rest = Some(self.collect_rest().into_iter()),
+            }
         };
         let Some((key, found)) = entry else {
             return Ok(None);

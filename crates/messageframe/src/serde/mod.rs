@@ -127,6 +127,7 @@ pub struct SerdeDocDoctests;
 mod de;
 mod error;
 mod impls;
+mod lookup;
 mod out;
 mod path;
 mod ser;

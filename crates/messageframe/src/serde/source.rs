@@ -2,12 +2,14 @@
 //! validated [`FrameView`], or raw bytes checked as they are read
 //! ([`BytesSource`], `from_bytes`: one pass over the frame).
 
-use super::path::{same, within};
+use super::lookup::Lookup;
+use super::path::same;
 use crate::decode::Refusal;
 use crate::decode::{fast_value, read_value, CheckSink, Decoder, Sink, Walk, WireValue};
 use crate::error::{Context, DecodeError, ErrorKind, Limit};
 use crate::frame::Frame;
 use crate::header::Header;
+use crate::hooks::count_reads;
 use crate::key::{bytes_eq, find_separator, SEPARATOR_BYTE};
 use crate::utf8::str_from;
 use crate::value::{UnknownValue, ValueRef};
@@ -24,9 +26,15 @@ pub(crate) trait Source<'de> {
     /// Moves the cursor past the parameter `peek` returned.
     fn bump(&mut self);
     /// The value of the parameter at the cursor when it is `(device,
-    /// param)`, the cursor moved past it; `None`, cursor unmoved, otherwise.
+    /// param)`, the cursor moved past it; `None`, cursor unmoved, otherwise,
+    /// and always once a lookup has moved the cursor ([`jumped`]).
+    ///
+    /// [`jumped`]: Source::jumped
     #[inline(always)]
     fn take(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        if self.jumped() {
+            return None;
+        }
         let (d, p, v) = self.peek()?;
         if same(p, param) && same(d, device) {
             self.bump();
@@ -47,9 +55,18 @@ pub(crate) trait Source<'de> {
     /// frame's parameters and attachments in all, so that a hostile length
     /// cannot make a reader loop.
     fn allows_len(&mut self, len: usize) -> bool;
-    /// Every parameter, in order.
-    fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>));
+    /// Every parameter whose device is `path` or below it (every parameter
+    /// for `""`), in frame order.
+    fn within(&mut self, path: &str, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>));
+    /// Whether a lookup has moved the cursor: from then on a parameter at
+    /// the cursor may be a later occurrence of its key, and fields are
+    /// found by lookup (the first occurrence wins, as everywhere).
+    fn jumped(&self) -> bool;
 }
+
+/// Attachments up to this many are looked up by a pass over them; more
+/// through the [`Lookup`].
+const LINEAR_ATTACHMENTS: usize = 8;
 
 pub(crate) struct FrameSource<'de> {
     frame: &'de Frame,
@@ -57,6 +74,10 @@ pub(crate) struct FrameSource<'de> {
     /// The entry at `pos`, once read (a field's check, the end of a
     /// container and the next field all look at the same entry).
     peeked: Option<Entry<'de>>,
+    /// For reads away from the cursor but by key (which the frame's own
+    /// index serves): built on first need.
+    lookup: Option<Lookup<'de>>,
+    jumped: bool,
 }
 
 impl<'de> FrameSource<'de> {
@@ -65,7 +86,27 @@ impl<'de> FrameSource<'de> {
             frame,
             pos: 0,
             peeked: None,
+            lookup: None,
+            jumped: false,
         }
+    }
+
+    fn lookup(&mut self) -> &Lookup<'de> {
+        let frame = self.frame;
+        self.lookup.get_or_insert_with(|| {
+            let params = frame.params();
+            count_reads(params.len());
+            Lookup::new(
+                params.entries().iter().map(|e| params.parts(e)),
+                frame.attachments().map(|(n, d)| (n, &d[..])),
+            )
+        })
+    }
+
+    fn move_to(&mut self, pos: usize) {
+        self.jumped |= pos != self.pos;
+        self.pos = pos;
+        self.peeked = None;
     }
 }
 
@@ -75,6 +116,7 @@ impl<'de> Source<'de> for FrameSource<'de> {
         if self.peeked.is_none() {
             let params = self.frame.params();
             let e = params.entries().get(self.pos)?;
+            count_reads(1);
             let (d, p) = params.parts(e);
             self.peeked = Some((d, p, params.value(e)));
         }
@@ -90,21 +132,16 @@ impl<'de> Source<'de> for FrameSource<'de> {
     fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
         let params = self.frame.params();
         let i = params.position(device, param, None)?;
+        // Past it, as a read at the cursor leaves the cursor.
+        self.move_to(i);
         self.pos = i + 1;
-        self.peeked = None;
         Some(params.get(i))
     }
 
     fn seek_device(&mut self, path: &str) -> bool {
-        let params = self.frame.params();
-        match params
-            .entries()
-            .iter()
-            .position(|e| within(params.parts(e).0, path))
-        {
+        match self.lookup().first_within(path) {
             Some(i) => {
-                self.pos = i;
-                self.peeked = None;
+                self.move_to(i);
                 true
             }
             None => false,
@@ -112,17 +149,37 @@ impl<'de> Source<'de> for FrameSource<'de> {
     }
 
     fn attachment(&mut self, name: &str) -> Option<&'de [u8]> {
-        self.frame.attachment(name).map(|b| &b[..])
+        let frame = self.frame;
+        if frame.attachment_count() <= LINEAR_ATTACHMENTS {
+            return frame.attachment(name).map(|b| &b[..]);
+        }
+        self.lookup().attachment(name)
     }
 
     fn allows_len(&mut self, len: usize) -> bool {
         len <= self.frame.len() + self.frame.attachment_count()
     }
 
-    fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
-        for (d, p, v) in self.frame.iter() {
-            f(d, p, v);
+    fn within(&mut self, path: &str, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
+        let frame = self.frame;
+        let params = frame.params();
+        let visit = |i: usize| {
+            count_reads(1);
+            let e = &params.entries()[i];
+            let (d, p) = params.parts(e);
+            f(d, p, params.value(e));
+        };
+        if path.is_empty() {
+            (0..params.len()).for_each(visit);
+            return;
         }
+        let mut at: Vec<usize> = self.lookup().within(path).collect();
+        at.sort_unstable();
+        at.into_iter().for_each(visit);
+    }
+
+    fn jumped(&self) -> bool {
+        self.jumped
     }
 }
 
@@ -133,6 +190,10 @@ pub(crate) struct ViewSource<'de> {
     remaining: usize,
     /// The parameter at the cursor and the offset after it, once read.
     peeked: Option<(Entry<'de>, usize)>,
+    /// For reads away from the cursor, built on first need: the sorted
+    /// keys, and where each parameter starts.
+    lookup: Option<(Lookup<'de>, Vec<usize>)>,
+    jumped: bool,
 }
 
 impl<'de> ViewSource<'de> {
@@ -149,7 +210,33 @@ impl<'de> ViewSource<'de> {
             at,
             remaining,
             peeked: None,
+            lookup: None,
+            jumped: false,
         }
+    }
+
+    fn lookup(&mut self) -> &(Lookup<'de>, Vec<usize>) {
+        if self.lookup.is_none() {
+            let mut keys = Vec::with_capacity(self.view.len());
+            let mut offsets = Vec::with_capacity(self.view.len());
+            self.walk(|at, _, (d, p, _)| {
+                keys.push((d, p));
+                offsets.push(at);
+                false
+            });
+            let lookup = Lookup::new(keys.into_iter(), self.view.attachments());
+            self.lookup = Some((lookup, offsets));
+        }
+        self.lookup.as_ref().expect("built above")
+    }
+
+    /// Moves the cursor to parameter number `pos` (of the frame's).
+    fn move_to(&mut self, pos: usize) {
+        let at = self.lookup().1[pos];
+        self.jumped |= at != self.at;
+        self.at = at;
+        self.remaining = self.view.len() - pos;
+        self.peeked = None;
     }
 
     /// The parameter at byte `at` of the validated frame and the offset
@@ -159,6 +246,7 @@ impl<'de> ViewSource<'de> {
     /// these reads succeed; should one fail anyway, the parameters end.
     #[inline]
     fn entry_at(&self, at: usize) -> Option<(Entry<'de>, usize)> {
+        count_reads(1);
         let bytes = self.view.as_bytes();
         let (key, v) = match *bytes.get(at)? {
             m @ 0xa0..=0xbf => {
@@ -236,36 +324,17 @@ impl<'de> Source<'de> for ViewSource<'de> {
     }
 
     fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
-        let mut found = None;
-        self.walk(|at, remaining, (d, p, v)| {
-            if same(d, device) && same(p, param) {
-                found = Some((at, remaining, v));
-                return true;
-            }
-            false
-        });
-        let (at, remaining, v) = found?;
-        self.at = at;
-        self.remaining = remaining;
-        self.peeked = None;
+        let pos = self.lookup().0.find(device, param)?;
+        self.move_to(pos);
+        let (_, _, v) = self.peek()?;
         self.bump();
         Some(v)
     }
 
     fn seek_device(&mut self, path: &str) -> bool {
-        let mut found = None;
-        self.walk(|at, remaining, (d, _, _)| {
-            if within(d, path) {
-                found = Some((at, remaining));
-                return true;
-            }
-            false
-        });
-        match found {
-            Some((at, remaining)) => {
-                self.at = at;
-                self.remaining = remaining;
-                self.peeked = None;
+        match self.lookup().0.first_within(path) {
+            Some(pos) => {
+                self.move_to(pos);
                 true
             }
             None => false,
@@ -273,18 +342,36 @@ impl<'de> Source<'de> for ViewSource<'de> {
     }
 
     fn attachment(&mut self, name: &str) -> Option<&'de [u8]> {
-        self.view.attachment(name)
+        if self.view.attachment_count() <= LINEAR_ATTACHMENTS {
+            return self.view.attachment(name);
+        }
+        self.lookup().0.attachment(name)
     }
 
     fn allows_len(&mut self, len: usize) -> bool {
         len <= self.view.len() + self.view.attachment_count()
     }
 
-    fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
-        self.walk(|_, _, (d, p, v)| {
-            f(d, p, v);
-            false
-        });
+    fn within(&mut self, path: &str, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
+        if path.is_empty() {
+            self.walk(|_, _, (d, p, v)| {
+                f(d, p, v);
+                false
+            });
+            return;
+        }
+        let (lookup, offsets) = self.lookup();
+        let mut at: Vec<usize> = lookup.within(path).map(|pos| offsets[pos]).collect();
+        at.sort_unstable();
+        for at in at {
+            if let Some(((d, p, v), _)) = self.entry_at(at) {
+                f(d, p, v);
+            }
+        }
+    }
+
+    fn jumped(&self) -> bool {
+        self.jumped
     }
 }
 
@@ -486,6 +573,7 @@ impl<'de> BytesSource<'de, '_> {
                     return None;
                 }
                 let at = s.walk.pos();
+                count_reads(1);
                 if let Some((key, value)) = s.walk.fast_param() {
                     if let Ok(entry) = entry_of(key, value) {
                         s.read += 1;
@@ -543,6 +631,7 @@ impl<'de> BytesSource<'de, '_> {
             return None;
         }
         let at = s.walk.pos();
+        count_reads(1);
         let (key, value) = s.walk.fast_param()?;
         if key_is(key, device, param) {
             if let Ok(v) = value_of(value) {
@@ -577,6 +666,8 @@ impl<'de> Source<'de> for BytesSource<'de, '_> {
         }
     }
 
+    /// Never after a jump: a jump makes the source a view's cursor, where
+    /// `take_unread` takes nothing.
     #[inline(always)]
     fn take(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
         match self.peeked {
@@ -629,11 +720,17 @@ impl<'de> Source<'de> for BytesSource<'de, '_> {
         }
     }
 
-    fn scan(&mut self, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
+    fn within(&mut self, path: &str, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
         self.check_rest();
         if let State::View(v) = &mut self.state {
-            v.scan(f);
+            v.within(path, f);
         }
+    }
+
+    fn jumped(&self) -> bool {
+        // Streaming reads never leave the cursor: the first lookup away
+        // from it turns the source into a view's cursor.
+        matches!(&self.state, State::View(v) if v.jumped())
     }
 }
 
