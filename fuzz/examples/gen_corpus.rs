@@ -86,6 +86,71 @@ fn main() {
                 .collect();
             put("interop_all_back_to_back", &all);
         }
+        if target == "serde" {
+            for (i, f) in serde_frames().into_iter().enumerate() {
+                put(&format!("gen_serde_{i:03}"), &f);
+            }
+        }
         println!("{target}: {written} seeds in {}", dir.display());
     }
+}
+
+/// Frames shaped like the serde bridge's (`checks::Typed` and nested
+/// devices): in the order `to_frame` writes, reversed, shuffled by a fixed
+/// permutation, with duplicates, and with a type wrong here and there.
+fn serde_frames() -> Vec<Vec<u8>> {
+    use messageframe::{Frame, Header};
+    let mut base: Vec<(String, String, Option<&str>, i64)> = vec![
+        ("".into(), "seq".into(), None, 7),
+        ("".into(), "gain".into(), None, 2),
+        ("".into(), "name".into(), Some("sdr-1"), 0),
+        ("sdr".into(), "x".into(), None, 5),
+        ("sdr".into(), "label".into(), Some("rx"), 0),
+        ("".into(), "items".into(), None, 3),
+        ("".into(), "meta".into(), None, 2),
+        ("meta".into(), "region".into(), Some("eu"), 0),
+        ("meta".into(), "site".into(), Some("b7"), 0),
+    ];
+    for i in 0..3 {
+        base.push((format!("items.{i}"), "x".into(), None, i));
+        base.push((format!("items.{i}"), "label".into(), Some("item"), 0));
+    }
+    let build = |order: &[usize], extra: &[(&str, &str, i64)], raw: bool| {
+        let mut f = Frame::new(Header::default());
+        for &i in order {
+            let (d, p, s, v) = &base[i];
+            match (p.as_str(), s) {
+                ("gain", _) => f.add(d, p, *v as f64 + 0.5),
+                (_, Some(s)) => f.add(d, p, *s),
+                _ => f.add(d, p, *v),
+            }
+        }
+        for (d, p, v) in extra {
+            f.add(d, p, *v);
+        }
+        if raw {
+            f.add_attachment("raw", vec![1u8, 2, 3]);
+            f.add_attachment("items.1.raw", vec![4u8]);
+        }
+        f.encode().unwrap()
+    };
+    let n = base.len();
+    let forward: Vec<usize> = (0..n).collect();
+    let reverse: Vec<usize> = (0..n).rev().collect();
+    let shuffled: Vec<usize> = (0..n).map(|i| (i * 7 + 3) % n).collect();
+    vec![
+        build(&forward, &[], false),
+        build(&forward, &[], true),
+        build(&reverse, &[], true),
+        build(&shuffled, &[], false),
+        // Duplicates, before and after the cursor.
+        build(
+            &forward,
+            &[("sdr", "x", 9), ("", "seq", 8), ("meta", "k", 1)],
+            false,
+        ),
+        build(&shuffled, &[("items.1", "x", 9), ("", "items", 9)], true),
+        // Wrong types: a string where an int belongs, a length below 0.
+        build(&forward[..4], &[("", "ok", 3), ("", "items", -1)], false),
+    ]
 }

@@ -37,7 +37,7 @@ use reference::{Reading, RefFrame, RefValue};
 
 /// The fuzz targets, one per check below; each has a corpus directory
 /// `fuzz/corpus/<target>`.
-pub const TARGETS: [&str; 7] = [
+pub const TARGETS: [&str; 8] = [
     "decode",
     "decode_into",
     "view",
@@ -45,6 +45,7 @@ pub const TARGETS: [&str; 7] = [
     "stream",
     "roundtrip",
     "differential",
+    "serde",
 ];
 
 /// Limits small enough that fuzz inputs reach every limit check.
@@ -626,6 +627,112 @@ fn assert_matches_reference(frame: &Frame, expected: &RefFrame, input: &[u8]) {
     }
 }
 
+/// A value of any frame, read through the serde bridge: every parameter
+/// and attachment of a device, by name, nested devices as maps. Untagged,
+/// so that each value is read through `deserialize_any` and the variants'
+/// own readers in turn.
+#[cfg(feature = "serde")]
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+#[allow(dead_code)] // read, compared through Debug
+pub enum AnyValue {
+    /// An Int64.
+    Int(i64),
+    /// A Double.
+    Double(f64),
+    /// A String.
+    Text(String),
+    /// A Bool.
+    Flag(bool),
+    /// An attachment.
+    Data(serde_bytes::ByteBuf),
+    /// A device: its parameters and the devices below it.
+    Device(std::collections::BTreeMap<String, AnyValue>),
+}
+
+/// A struct of the shapes typed readers have: scalars, an optional nested
+/// struct, a sequence of structs, a map, an attachment; every field
+/// optional, so that many frames read.
+#[cfg(feature = "serde")]
+#[derive(Debug, serde::Deserialize)]
+#[allow(dead_code)] // read, compared through Debug
+pub struct Typed {
+    #[serde(default)]
+    seq: Option<u32>,
+    #[serde(default)]
+    gain: Option<f64>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    ok: Option<bool>,
+    #[serde(default)]
+    sdr: Option<TypedInner>,
+    #[serde(default)]
+    items: Option<Vec<TypedInner>>,
+    #[serde(default)]
+    meta: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, with = "serde_bytes")]
+    raw: Option<Vec<u8>>,
+}
+
+/// [`Typed`]'s nested struct.
+#[cfg(feature = "serde")]
+#[derive(Debug, serde::Deserialize)]
+#[allow(dead_code)] // read, compared through Debug
+pub struct TypedInner {
+    #[serde(default)]
+    x: Option<i64>,
+    #[serde(default)]
+    label: Option<String>,
+}
+
+/// The three readers of the serde bridge on the same bytes: their results
+/// as text (`Debug` of the value, so that NaN equals itself, or the
+/// error's message).
+#[cfg(feature = "serde")]
+fn serde_readings<T: for<'de> serde::Deserialize<'de> + std::fmt::Debug>(
+    data: &[u8],
+) -> (Option<Result<String, String>>, Result<String, String>) {
+    use messageframe::serde::{from_bytes, from_frame, from_view};
+    let text = |r: Result<T, messageframe::serde::Error>| match r {
+        Ok(v) => Ok(format!("{v:?}")),
+        Err(e) => Err(e.to_string()),
+    };
+    let direct = text(from_bytes::<T>(data));
+    let Ok(frame) = Frame::decode(data) else {
+        return (None, direct);
+    };
+    let owned = text(from_frame::<T>(&frame));
+    let view = FrameView::new(data).expect("a frame that decodes is a valid view");
+    let viewed = text(from_view::<T>(&view));
+    assert_eq!(owned, viewed, "serde: from_frame and from_view disagree");
+    (Some(owned), direct)
+}
+
+/// Target `serde`: the serde bridge's readers (`from_bytes`, `from_view`,
+/// `from_frame`) on arbitrary bytes, into a generic value of any frame and
+/// into a typed struct. None panics; `from_bytes` accepts no bytes that
+/// are not a frame (an invalid frame is an error however little the type
+/// reads); on a frame the three give the same value or the same error.
+#[cfg(feature = "serde")]
+pub fn check_serde(data: &[u8]) {
+    fn agree<T: for<'de> serde::Deserialize<'de> + std::fmt::Debug>(data: &[u8], what: &str) {
+        match serde_readings::<T>(data) {
+            (None, direct) => assert!(
+                direct.is_err(),
+                "serde {what}: from_bytes read bytes that are not a frame: {direct:?}"
+            ),
+            (Some(owned), direct) => match (&owned, &direct) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "serde {what}: from_bytes and from_frame"),
+                (Err(a), Err(b)) => assert_eq!(a, b, "serde {what}: different errors"),
+                _ => panic!("serde {what}: from_frame {owned:?}, from_bytes {direct:?}"),
+            },
+        }
+    }
+    agree::<std::collections::BTreeMap<String, AnyValue>>(data, "any");
+    agree::<Typed>(data, "typed");
+}
+
 /// Every check, for the stable replay of the corpus.
 pub fn check_all(data: &[u8]) {
     check_decode(data);
@@ -635,4 +742,6 @@ pub fn check_all(data: &[u8]) {
     check_stream(data);
     check_roundtrip(data);
     check_differential(data);
+    #[cfg(feature = "serde")]
+    check_serde(data);
 }

@@ -197,3 +197,70 @@ fn after_an_out_of_order_read_the_first_occurrence_of_a_key_still_wins() {
         }
     );
 }
+
+/// Any frame as nested maps: what `serde_json::Value` and other recursive
+/// types do with a frame.
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+enum Tree {
+    Int(i64),
+    Text(String),
+    Device(BTreeMap<String, Tree>),
+}
+
+#[test]
+fn a_device_with_an_empty_name_is_passed_over_not_recursed_into() {
+    // `.x` below the top level, `a..b` below `a`: no path names them. Read
+    // as containers, the first read the top level again, for ever (found
+    // by the `serde` fuzz target: a stack overflow from 208 bytes).
+    let mut frame = Frame::new(Header::default());
+    frame.add(".x", "p", 1);
+    frame.add("a", "q", 2);
+    frame.add("a..b", "r", 3);
+    frame.add("a.", "s", 4);
+    frame.add("", "t", "top");
+    let got: BTreeMap<String, Tree> = read_linear("empty names", &frame, 8);
+    let want: BTreeMap<String, Tree> = [
+        (
+            "a".to_owned(),
+            Tree::Device([("q".to_owned(), Tree::Int(2))].into_iter().collect()),
+        ),
+        ("t".to_owned(), Tree::Text("top".into())),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn nesting_deeper_than_the_limit_is_an_error_not_a_stack_overflow() {
+    // One key of 5,000 nested names, read into a recursive type.
+    let device = vec!["a"; 5_000].join(".");
+    let mut frame = Frame::new(Header::default());
+    frame.add(&device, "leaf", 1);
+    let bytes = frame.encode().unwrap();
+    let view = FrameView::new(&bytes).unwrap();
+    for err in [
+        from_frame::<BTreeMap<String, Tree>>(&frame).unwrap_err(),
+        from_view::<BTreeMap<String, Tree>>(&view).unwrap_err(),
+        from_bytes::<BTreeMap<String, Tree>>(&bytes).unwrap_err(),
+    ] {
+        assert_eq!(
+            err.kind(),
+            &messageframe::serde::ErrorKind::TooDeep { limit: 128 }
+        );
+        assert!(err.to_string().contains("nested deeper than 128"), "{err}");
+    }
+    // 128 levels of maps below the top level read.
+    let device = vec!["a"; 128].join(".");
+    let mut frame = Frame::new(Header::default());
+    frame.add(&device, "leaf", 1);
+    let mut tree: BTreeMap<String, Tree> = from_frame(&frame).unwrap();
+    for _ in 0..128 {
+        match tree.remove("a") {
+            Some(Tree::Device(inner)) => tree = inner,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(tree.get("leaf"), Some(&Tree::Int(1)));
+}

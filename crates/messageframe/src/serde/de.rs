@@ -53,6 +53,7 @@ where
     let mut de = De {
         src,
         path,
+        depth: 0,
         _de: PhantomData,
     };
     let result = T::deserialize(Top(&mut de));
@@ -78,8 +79,16 @@ struct De<'de, S> {
     src: S,
     /// The device of the container being read.
     path: String,
+    /// Containers entered and not left: at most [`MAX_DEPTH`].
+    depth: usize,
     _de: PhantomData<&'de ()>,
 }
+
+/// The deepest nesting of containers read: a key can hold thousands of
+/// `.`-separated names, and a recursive type (`serde_json::Value`, a tree)
+/// would otherwise recurse once per name, past the end of the stack
+/// (serde_json stops at 128 too).
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// What the frame holds for a field.
 #[derive(Clone, Copy)]
@@ -358,6 +367,20 @@ impl<'de> GivenKeys<'de> {
     }
 }
 
+/// The name of the container below `path` that `device` (at or below
+/// `path`, not `path` itself) is in: its next segment. `None` when that
+/// segment is empty (`a..b` below `a`, `.x` below the top level), which no
+/// path can name: reading it as a container would read `path` again.
+fn first_name_below<'d>(device: &'d str, path: &str) -> Option<&'d str> {
+    let rest = if path.is_empty() {
+        device
+    } else {
+        &device[path.len() + 1..]
+    };
+    let seg = rest.split('.').next().unwrap_or(rest);
+    (!seg.is_empty()).then_some(seg)
+}
+
 /// A map's entries: the parameters of its device (scalar values) and the
 /// devices below it (container values), keyed by name.
 struct MapDe<'a, 'de, S> {
@@ -390,22 +413,23 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
 
     /// The next entry of the run at the cursor.
     fn run_entry(&mut self) -> Option<(&'de str, Found<'de>)> {
-        let (d, p, v) = self.de.src.peek()?;
-        let path = &self.de.path;
-        if same(d, path) {
-            self.de.src.bump();
-            return Some((p, Found::Scalar(v)));
+        loop {
+            let (d, p, v) = self.de.src.peek()?;
+            let path = &self.de.path;
+            if same(d, path) {
+                self.de.src.bump();
+                return Some((p, Found::Scalar(v)));
+            }
+            if !within(d, path) {
+                return None;
+            }
+            match first_name_below(d, path) {
+                Some(seg) => return Some((seg, Found::Container)),
+                // No name for it: passed over, as a field the type does
+                // not have.
+                None => self.de.src.bump(),
+            }
         }
-        if within(d, path) {
-            let rest = if path.is_empty() {
-                d
-            } else {
-                &d[path.len() + 1..]
-            };
-            let seg = rest.split('.').next().unwrap_or(rest);
-            return Some((seg, Found::Container));
-        }
-        None
     }
 
     /// Every entry of the map in the frame not given yet, first occurrences
@@ -418,12 +442,10 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
             let entry = if d == path {
                 (p, Found::Scalar(v))
             } else {
-                let tail = if path.is_empty() {
-                    d
-                } else {
-                    &d[path.len() + 1..]
-                };
-                (tail.split('.').next().unwrap_or(tail), Found::Container)
+                match first_name_below(d, path) {
+                    Some(seg) => (seg, Found::Container),
+                    None => return,
+                }
             };
             if given.insert(entry.0) {
                 rest.push(entry);
@@ -551,17 +573,25 @@ impl<'a, 'de, S: Source<'de>> Value<'a, 'de, S> {
         }
     }
 
-    /// Makes the field's device the current one.
-    fn enter(&mut self) -> usize {
+    /// Reads the field's container with `read`, given the reader with the
+    /// container's device as the current one and that device's length; then
+    /// back to the parent, past what `read` left of the container. At most
+    /// [`MAX_DEPTH`] containers deep.
+    fn nested<T>(&mut self, read: impl FnOnce(&mut De<'de, S>, usize) -> Result<T>) -> Result<T> {
+        if self.de.depth == MAX_DEPTH {
+            return Err(Error::new(ErrorKind::TooDeep { limit: MAX_DEPTH }));
+        }
         self.de.path.truncate(self.base);
         join(&mut self.de.path, self.seg);
-        self.de.path.len()
-    }
-
-    /// Back to the parent, past what the container's reader left.
-    fn leave(&mut self) {
-        self.de.skip_within();
+        let base = self.de.path.len();
+        self.de.depth += 1;
+        let value = read(&mut *self.de, base);
+        self.de.depth -= 1;
+        if value.is_ok() {
+            self.de.skip_within();
+        }
         self.de.path.truncate(self.base);
+        value
     }
 }
 
@@ -681,15 +711,14 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
     }
     fn deserialize_seq<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value> {
         let len = self.len("a sequence")?;
-        let base = self.enter();
-        let value = visitor.visit_seq(SeqDe {
-            de: &mut *self.de,
-            base,
-            next: 0,
-            len,
-        })?;
-        self.leave();
-        Ok(value)
+        self.nested(|de, base| {
+            visitor.visit_seq(SeqDe {
+                de,
+                base,
+                next: 0,
+                len,
+            })
+        })
     }
     fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, visitor: V) -> Result<V::Value> {
         self.deserialize_seq(visitor)
@@ -704,10 +733,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
     }
     fn deserialize_map<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value> {
         let len = self.len("a map")?;
-        self.enter();
-        let value = visitor.visit_map(MapDe::new(&mut *self.de, len))?;
-        self.leave();
-        Ok(value)
+        self.nested(|de, _| visitor.visit_map(MapDe::new(de, len)))
     }
     fn deserialize_struct<V: Visitor<'de>>(
         mut self,
@@ -720,17 +746,16 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
             Found::Absent => return Err(Error::new(ErrorKind::Missing)),
             other => return Err(Error::mismatch("a struct (a device)", found_name(&other))),
         }
-        let base = self.enter();
-        let value = visitor.visit_map(StructDe {
-            de: &mut *self.de,
-            base,
-            fields,
-            next: 0,
-            found: Found::Absent,
-            seg: "",
-        })?;
-        self.leave();
-        Ok(value)
+        self.nested(|de, base| {
+            visitor.visit_map(StructDe {
+                de,
+                base,
+                fields,
+                next: 0,
+                found: Found::Absent,
+                seg: "",
+            })
+        })
     }
     fn deserialize_enum<V: Visitor<'de>>(
         self,

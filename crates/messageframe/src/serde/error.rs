@@ -82,6 +82,13 @@ pub enum ErrorKind {
     /// Bytes that are not a valid frame, found by
     /// [`from_bytes`](super::from_bytes): what and at which byte offset.
     Decode(crate::DecodeError),
+    /// Containers nested deeper than the reader follows (128: a key may
+    /// hold thousands of names, and a recursive type would recurse once
+    /// per name).
+    TooDeep {
+        /// The deepest nesting read.
+        limit: usize,
+    },
     /// A message from a `Serialize` or `Deserialize` implementation
     /// (serde's `custom`, `missing_field`, `unknown_variant`, …).
     Message(String),
@@ -150,6 +157,9 @@ impl fmt::Display for ErrorKind {
             ),
             ErrorKind::Encode(e) => write!(f, "cannot encode: {e}"),
             ErrorKind::Decode(e) => write!(f, "invalid frame: {e}"),
+            ErrorKind::TooDeep { limit } => {
+                write!(f, "containers nested deeper than {limit}")
+            }
             ErrorKind::Message(msg) => f.write_str(msg),
         }
     }

@@ -91,12 +91,18 @@
 //! are not converted between types: an `f64` field reads a Double only, an
 //! `i32` field an Int64 in `i32`'s range.
 //!
+//! A duplicate key's first occurrence wins. Containers are followed 128
+//! deep at most ([`ErrorKind::TooDeep`]); a device with an empty name in it
+//! (`.x`, `a..b`), which no path names, is passed over.
+//!
 //! Speed: the reader keeps a cursor, so a frame whose parameters come in
 //! field order (as `to_frame` writes them) is read front to back with one
-//! comparison per field. Parameters out of that order cost a lookup each:
-//! O(1) in a [`Frame`], a scan in a [`FrameView`] (for frames written in
-//! another order, decode into a `Frame` and use [`from_frame`]). Absent
-//! fields cost a lookup each as well. `to_frame_into` fills a reused frame
+//! comparison per field. Parameters out of that order, absent fields and
+//! containers away from the cursor cost a lookup each: O(1) by key in a
+//! [`Frame`], otherwise a binary search in a sorted list of the frame's
+//! keys, built by the first such lookup. Reading n parameters costs
+//! O(n log n) whatever their order, so a hostile order cannot make it
+//! quadratic. `to_frame_into` fills a reused frame
 //! without allocating (keys are built in a reused buffer), except for
 //! attachments, which are copied.
 //!
