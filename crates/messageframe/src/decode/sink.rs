@@ -171,7 +171,7 @@ impl OwnedSink<'_, '_> {
     /// bytes for each parameter the map claims (keys and strings), never
     /// more than the input holds (they are substrings of it). Growing by
     /// doubling from nothing took 4 allocations for a 4-parameter frame and
-    /// 11 for 1,024 parameters; this takes 1, and a doubling when the
+    /// 12 for 1,024 parameters; this takes 1, and a doubling when the
     /// estimate is short. Skipped when the budget cannot pay for it: the
     /// arena then grows to what it needs, as before.
     fn presize_text(&mut self) {

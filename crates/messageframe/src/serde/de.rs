@@ -88,7 +88,7 @@ struct De<'de, S> {
 /// `.`-separated names, and a recursive type (`serde_json::Value`, a tree)
 /// would otherwise recurse once per name, past the end of the stack
 /// (serde_json stops at 128 too).
-pub(crate) const MAX_DEPTH: usize = 128;
+const MAX_DEPTH: usize = 128;
 
 /// What the frame holds for a field.
 #[derive(Clone, Copy)]

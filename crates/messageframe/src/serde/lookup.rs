@@ -93,6 +93,13 @@ impl<'de> Lookup<'de> {
         at.iter().chain(below).map(|k| k.pos)
     }
 
+    /// [`within`](Self::within), in frame order.
+    pub(crate) fn within_in_order(&self, path: &str) -> Vec<usize> {
+        let mut at: Vec<usize> = self.within(path).collect();
+        at.sort_unstable();
+        at
+    }
+
     /// The position of the first parameter whose device is `path` or below
     /// it.
     pub(crate) fn first_within(&self, path: &str) -> Option<usize> {

@@ -173,9 +173,10 @@ impl<'de> Source<'de> for FrameSource<'de> {
             (0..params.len()).for_each(visit);
             return;
         }
-        let mut at: Vec<usize> = self.lookup().within(path).collect();
-        at.sort_unstable();
-        at.into_iter().for_each(visit);
+        self.lookup()
+            .within_in_order(path)
+            .into_iter()
+            .for_each(visit);
     }
 
     fn jumped(&self) -> bool {
@@ -361,8 +362,11 @@ impl<'de> Source<'de> for ViewSource<'de> {
             return;
         }
         let (lookup, offsets) = self.lookup();
-        let mut at: Vec<usize> = lookup.within(path).map(|pos| offsets[pos]).collect();
-        at.sort_unstable();
+        let at: Vec<usize> = lookup
+            .within_in_order(path)
+            .into_iter()
+            .map(|pos| offsets[pos])
+            .collect();
         for at in at {
             if let Some(((d, p, v), _)) = self.entry_at(at) {
                 f(d, p, v);
