@@ -2,7 +2,7 @@
 //! in the Python buffers they came from.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::Mutex;
 
 use messageframe::{Bytes, Decoder, Frame, SEPARATOR};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
@@ -40,9 +40,14 @@ const TEXT_LIMIT: usize = u32::MAX as usize - 1024;
 /// another thread encodes it raises RuntimeError (it is never torn).
 #[pyclass(module = "messageframe", name = "Frame")]
 pub(crate) struct PyFrame {
-    frame: Frame,
+    /// Boxed: a `Frame` is a few hundred bytes, which every move of a
+    /// `PyFrame` (into its Python object, in and out of the pool) would
+    /// copy.
+    /// None only while the frame is being dropped (its storage goes back
+    /// to the pool).
+    frame: Option<Box<Frame>>,
     /// Where decoded attachments live (None for a frame built in Python).
-    source: Option<Arc<Source>>,
+    source: Option<Source>,
     /// Per attachment, in order: the object `add_attachment` was given (a
     /// `bytes` or a read-only byte memoryview), or None for a slice of
     /// `source`.
@@ -53,8 +58,10 @@ pub(crate) struct PyFrame {
 
 impl PyFrame {
     fn empty(header: HeaderFields) -> Self {
+        let mut frame = pooled_frame();
+        frame.set_header(header.to_header());
         PyFrame {
-            frame: Frame::new(header.to_header()),
+            frame: Some(frame),
             source: None,
             views: Vec::new(),
             text: 0,
@@ -65,12 +72,12 @@ impl PyFrame {
     /// `exact`, else the first and how many bytes it took.
     pub(crate) fn decode_input(
         py: Python<'_>,
-        input: &Input,
+        input: Input,
         decoder: &Decoder,
         exact: bool,
         base_offset: usize,
     ) -> PyResult<(Self, usize)> {
-        let mut frame = Frame::default();
+        let mut frame = pooled_frame();
         let bytes = &input.bytes;
         let run = |frame: &mut Frame| {
             if exact {
@@ -88,15 +95,24 @@ impl PyFrame {
         };
         let used = result.map_err(|e| errors::from_decode(py, &e.with_base_offset(base_offset)))?;
         let views = (0..frame.attachment_count()).map(|_| None).collect();
+        let attached: usize = frame.attachments().map(|(_, data)| data.len()).sum();
         Ok((
             PyFrame {
-                frame,
-                source: Some(input.source.clone()),
+                frame: Some(frame),
+                source: Some(input.source),
                 views,
-                text: used,
+                text: used.saturating_sub(attached),
             },
             used,
         ))
+    }
+
+    fn f(&self) -> &Frame {
+        self.frame.as_deref().expect("a frame in use has its storage")
+    }
+
+    fn fm(&mut self) -> &mut Frame {
+        self.frame.as_deref_mut().expect("a frame in use has its storage")
     }
 
     fn check_device(device: &str) -> PyResult<()> {
@@ -135,14 +151,14 @@ impl PyFrame {
         self.text += size;
         Ok(match op {
             Op::Add => {
-                self.frame.add(device, param, v);
+                self.fm().add(device, param, v);
                 true
             }
             Op::Set => {
-                self.frame.set(device, param, v);
+                self.fm().set(device, param, v);
                 true
             }
-            Op::Update => self.frame.update(device, param, v),
+            Op::Update => self.fm().update(device, param, v),
         })
     }
 
@@ -184,6 +200,45 @@ impl PyFrame {
                 self.put(device, param.to_str()?, value, Op::Add).map(drop)
             })
         })
+    }
+}
+
+impl Drop for PyFrame {
+    fn drop(&mut self) {
+        if let Some(frame) = self.frame.take() {
+            recycle(frame, self.text);
+        }
+    }
+}
+
+/// Cleared frames kept for the next decodes: a frame's storage (entry
+/// table, text arena, attachment slots) is allocated once and reused, as a
+/// Rust program reuses one `Frame`, instead of being allocated and freed
+/// for every message. Bounded in count and in the size of what is kept.
+static POOL: Mutex<Vec<Box<Frame>>> = Mutex::new(Vec::new());
+const POOL_FRAMES: usize = 16;
+/// Frames that held more text than this are freed, not kept.
+const POOL_TEXT_BYTES: usize = 256 * 1024;
+const POOL_PARAMS: usize = 4096;
+
+fn pooled_frame() -> Box<Frame> {
+    POOL.lock()
+        .ok()
+        .and_then(|mut pool| pool.pop())
+        .unwrap_or_default()
+}
+
+/// Clears `frame` and keeps it for the next decode if it is small (`text`:
+/// an upper bound of its keys and strings).
+fn recycle(mut frame: Box<Frame>, text: usize) {
+    if text > POOL_TEXT_BYTES || frame.len() > POOL_PARAMS {
+        return;
+    }
+    frame.clear();
+    if let Ok(mut pool) = POOL.lock() {
+        if pool.len() < POOL_FRAMES {
+            pool.push(frame);
+        }
     }
 }
 
@@ -275,17 +330,17 @@ impl PyFrame {
     /// e.g. `frame.header = frame.header.replace(counter=7)`).
     #[getter]
     fn header(&self) -> PyHeader {
-        PyHeader(HeaderFields::of(self.frame.header()))
+        PyHeader(HeaderFields::of(self.f().header()))
     }
 
     #[setter]
     fn set_header(&mut self, header: PyRef<'_, PyHeader>) {
-        self.frame.set_header(header.0.to_header());
+        self.fm().set_header(header.0.to_header());
     }
 
     /// Sets the header's timestamp to now (milliseconds since the epoch).
     fn update_timestamp(&mut self) {
-        self.frame.update_timestamp();
+        self.fm().update_timestamp();
     }
 
     /// Appends a parameter: bool -> bool, int -> int64 (OverflowError out of
@@ -316,7 +371,7 @@ impl PyFrame {
         device: &str,
         param: &str,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.frame
+        self.f()
             .find(device, param)
             .map(|v| to_py(py, v))
             .transpose()
@@ -329,7 +384,7 @@ impl PyFrame {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (d, p) = key_pair(key)?;
         let (d, p) = (d.to_str()?, p.to_str()?);
-        match self.frame.find(d, p) {
+        match self.f().find(d, p) {
             Some(v) => to_py(py, v),
             None => Err(PyKeyError::new_err((d.to_owned(), p.to_owned()))),
         }
@@ -337,12 +392,12 @@ impl PyFrame {
 
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let (d, p) = key_pair(key)?;
-        Ok(self.frame.contains(d.to_str()?, p.to_str()?))
+        Ok(self.f().contains(d.to_str()?, p.to_str()?))
     }
 
     /// The number of parameters.
     fn __len__(&self) -> usize {
-        self.frame.len()
+        self.f().len()
     }
 
     /// [(device, param, value), ...] in wire (insertion) order, duplicates
@@ -350,7 +405,7 @@ impl PyFrame {
     fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         let mut last: Option<(&str, Bound<'py, PyString>)> = None;
-        for (d, p, v) in self.frame.iter() {
+        for (d, p, v) in self.f().iter() {
             let device = match &last {
                 Some((name, obj)) if *name == d => obj.clone(),
                 _ => {
@@ -377,7 +432,7 @@ impl PyFrame {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
         let mut devices: HashMap<&str, Bound<'py, PyDict>> = HashMap::new();
-        for (d, p, v) in self.frame.iter() {
+        for (d, p, v) in self.f().iter() {
             let inner = match devices.get(d) {
                 Some(inner) => inner,
                 None => {
@@ -439,7 +494,7 @@ impl PyFrame {
             let export = pyo3::buffer::PyUntypedBuffer::get(&view)?;
             (share_export(export)?, view)
         };
-        self.frame.add_attachment(name, data);
+        self.fm().add_attachment(name, data);
         self.views.push(Some(obj.unbind()));
         Ok(())
     }
@@ -462,7 +517,7 @@ impl PyFrame {
                 default.len() + 1
             )));
         }
-        for (i, (n, data)) in self.frame.attachments().enumerate() {
+        for (i, (n, data)) in self.f().attachments().enumerate() {
             if n == name {
                 return self.view(py, i, data);
             }
@@ -477,7 +532,7 @@ impl PyFrame {
     /// `attachment` returns it.
     fn attachments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for (i, (n, data)) in self.frame.attachments().enumerate() {
+        for (i, (n, data)) in self.f().attachments().enumerate() {
             list.append((n, self.view(py, i, data)?))?;
         }
         Ok(list)
@@ -487,8 +542,8 @@ impl PyFrame {
     /// same content (and the C++ library, but for the two documented
     /// differences). Large frames are encoded with the interpreter released.
     fn encode<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let len = self.frame.encoded_len();
-        let frame = &self.frame;
+        let len = self.f().encoded_len();
+        let frame = self.f();
         PyBytes::new_with(py, len, |buf| {
             let mut out = &mut *buf;
             let written = if len >= RELEASE_GIL_BYTES {
@@ -512,12 +567,12 @@ impl PyFrame {
     fn decode(py: Python<'_>, buffer: &Bound<'_, PyAny>, strict: bool) -> PyResult<Self> {
         let input = acquire(buffer)?;
         let decoder = Decoder::new().strict(strict);
-        Ok(PyFrame::decode_input(py, &input, &decoder, true, 0)?.0)
+        Ok(PyFrame::decode_input(py, input, &decoder, true, 0)?.0)
     }
 
     /// Removes every parameter and attachment; the header stays.
     fn clear(&mut self) {
-        self.frame.clear();
+        self.fm().clear();
         self.views.clear();
         self.source = None;
         self.text = 0;
@@ -541,7 +596,7 @@ impl PyFrame {
     }
 
     fn __repr__(&self) -> String {
-        let h = self.frame.header();
+        let h = self.f().header();
         format!(
             "<messageframe.Frame message_id={} message_type={} source={} target={} \
              counter={}: {} parameters, {} attachments>",
@@ -550,8 +605,8 @@ impl PyFrame {
             h.source(),
             h.target(),
             h.counter(),
-            self.frame.len(),
-            self.frame.attachment_count()
+            self.f().len(),
+            self.f().attachment_count()
         )
     }
 }

@@ -1,8 +1,6 @@
 //! Python buffers as the library's input: `bytes`, `bytearray`,
 //! `memoryview`, numpy arrays, anything with the buffer protocol.
 
-use std::sync::Arc;
-
 use messageframe::Bytes;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::PyBufferError;
@@ -25,6 +23,15 @@ pub(crate) struct Source {
 }
 
 impl Source {
+    /// Another reference to the same source.
+    pub(crate) fn clone_ref(&self, py: Python<'_>) -> Source {
+        Source {
+            obj: self.obj.clone_ref(py),
+            base: self.base,
+            view: self.view.clone_ref(py),
+        }
+    }
+
     /// A read-only memoryview of `len` bytes at `ptr`, which must be inside
     /// the source (a slice of a `Bytes` made by [`acquire`]).
     pub(crate) fn slice<'py>(
@@ -54,7 +61,7 @@ fn to_isize(n: usize) -> PyResult<isize> {
 /// A buffer's bytes, shared with the Python object that holds them.
 pub(crate) struct Input {
     pub(crate) bytes: Bytes,
-    pub(crate) source: Arc<Source>,
+    pub(crate) source: Source,
     /// Whether no one can write the bytes while we read them: a `bytes`
     /// object, or a view of one. Only such inputs are decoded with the
     /// interpreter released (another Python thread could write into a
@@ -71,11 +78,11 @@ pub(crate) fn acquire(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
         let base = bytes.as_ptr() as usize;
         return Ok(Input {
             bytes,
-            source: Arc::new(Source {
+            source: Source {
                 obj: b.clone().into_any().unbind(),
                 base,
                 view: PyOnceLock::new(),
-            }),
+            },
             immutable: true,
         });
     }
@@ -88,11 +95,11 @@ pub(crate) fn acquire(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
     let _ = cell.set(obj.py(), view.clone_ref(obj.py()));
     Ok(Input {
         bytes,
-        source: Arc::new(Source {
+        source: Source {
             obj: view,
             base,
             view: cell,
-        }),
+        },
         immutable,
     })
 }

@@ -87,10 +87,10 @@ fn next_in_memory(
     }
     let rest = Input {
         bytes: input.bytes.slice(*pos..),
-        source: input.source.clone(),
+        source: input.source.clone_ref(py),
         immutable: input.immutable,
     };
-    let (frame, used) = PyFrame::decode_input(py, &rest, decoder, false, *pos)?;
+    let (frame, used) = PyFrame::decode_input(py, rest, decoder, false, *pos)?;
     *pos += used;
     Ok(Some(frame))
 }
@@ -115,7 +115,7 @@ impl Reader {
                     })?;
                     self.start += len;
                     let input = acquire(bytes.as_any())?;
-                    let frame = PyFrame::decode_input(py, &input, decoder, true, at as usize)?.0;
+                    let frame = PyFrame::decode_input(py, input, decoder, true, at as usize)?.0;
                     return Ok(Some(frame));
                 }
                 Ok(Scan::Incomplete { need }) => {
