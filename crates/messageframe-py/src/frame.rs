@@ -386,7 +386,7 @@ impl PyFrame {
         let (d, p) = (d.to_str()?, p.to_str()?);
         match self.f().find(d, p) {
             Some(v) => to_py(py, v),
-            None => Err(PyKeyError::new_err((d.to_owned(), p.to_owned()))),
+            None => Err(PyKeyError::new_err(((d.to_owned(), p.to_owned()),))),
         }
     }
 
