@@ -108,11 +108,15 @@ impl PyFrame {
     }
 
     fn f(&self) -> &Frame {
-        self.frame.as_deref().expect("a frame in use has its storage")
+        self.frame
+            .as_deref()
+            .expect("a frame in use has its storage")
     }
 
     fn fm(&mut self) -> &mut Frame {
-        self.frame.as_deref_mut().expect("a frame in use has its storage")
+        self.frame
+            .as_deref_mut()
+            .expect("a frame in use has its storage")
     }
 
     fn check_device(device: &str) -> PyResult<()> {
