@@ -219,6 +219,8 @@ impl Drop for PyFrame {
 /// table, text arena, attachment slots) is allocated once and reused, as a
 /// Rust program reuses one `Frame`, instead of being allocated and freed
 /// for every message. Bounded in count and in the size of what is kept.
+// Boxes on purpose: a frame moves in and out of the pool as one pointer.
+#[allow(clippy::vec_box)]
 static POOL: Mutex<Vec<Box<Frame>>> = Mutex::new(Vec::new());
 const POOL_FRAMES: usize = 16;
 /// Frames that held more text than this are freed, not kept.

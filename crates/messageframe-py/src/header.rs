@@ -16,7 +16,7 @@ use pyo3::types::{PyDict, PyTuple};
 /// and message_type i32, version and flags u16; a value out of range is an
 /// OverflowError.
 #[pyclass(module = "messageframe", name = "Header", frozen, eq, hash)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct PyHeader(pub(crate) HeaderFields);
 
 /// The fields, hashable (`Header` has no `Hash`).
