@@ -60,11 +60,6 @@ impl EventLog {
         self.slow_consumer
     }
 
-    /// How often the connection was lost.
-    pub(crate) fn disconnections(&self) -> u64 {
-        self.disconnections
-    }
-
     /// Says `event` on stderr, or counts it.
     pub(crate) fn log(&mut self, event: &ConnectionEvent) {
         match event {

@@ -8,6 +8,8 @@
 //! rate-limited).
 //! `view` serves a live web page of every parameter (its own directory).
 
+pub(crate) mod confirm;
+pub(crate) mod delivery;
 pub(crate) mod dump;
 pub(crate) mod encode;
 pub(crate) mod events;

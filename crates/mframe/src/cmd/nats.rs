@@ -12,7 +12,6 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bytes::Bytes;
 use clap::Args;
 use futures_util::StreamExt;
 use messageframe_nats::async_nats::jetstream::context::GetStreamErrorKind;
@@ -20,15 +19,12 @@ use messageframe_nats::async_nats::jetstream::{self, ErrorCode};
 use messageframe_nats::async_nats::{ConnectOptions, ServerAddr};
 use messageframe_nats::{Archive, ArchiveConfig, Client, Filter, Subjects};
 
-use crate::failure::{status, Failure};
+use super::events::EventLog;
+use crate::failure::Failure;
 
 /// The subject prefix when `--prefix` is not given: frames go on
 /// `frames.<target>.<message_type>.<source>`.
 pub(crate) const DEFAULT_PREFIX: &str = "frames";
-
-/// How long `pub` and `replay --to` wait, at the end, for the server to
-/// confirm that it has every frame sent.
-const CONFIRM_WITHIN: Duration = Duration::from_secs(10);
 
 /// One or more server URLs (a cluster's servers, comma-separated), checked
 /// when the command line is parsed.
@@ -238,7 +234,7 @@ pub(crate) fn parse_name(name: &str) -> Result<String, String> {
 }
 
 /// clap's parser for `--connect-timeout`: seconds, fractions allowed.
-fn parse_seconds(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
     let seconds: f64 = text
         .parse()
         .map_err(|_| format!("`{text}` is not a number of seconds"))?;
@@ -494,15 +490,16 @@ fn explain_connect(e: &messageframe_nats::Error) -> String {
 }
 
 /// Prints the client's connection events on stderr (disconnections,
-/// reconnections, failed attempts) while the returned guard lives: for the
-/// commands that have no subscription to carry them. The guard goes before
-/// the client, so that the command's own closing of the connection is not
-/// reported.
-pub(crate) fn print_events(client: &Client) -> EventPrinter {
+/// reconnections and their cause, rate-limited: [`EventLog`]) while the
+/// returned guard lives: for the commands that have no subscription to
+/// carry them. The guard goes before the client, so that the command's own
+/// closing of the connection is not reported.
+pub(crate) fn print_events(client: &Client, url: &Servers) -> EventPrinter {
     let mut events = client.events();
+    let mut log = EventLog::new(url);
     EventPrinter(tokio::spawn(async move {
         while let Some(event) = events.next().await {
-            status(format_args!("nats: {event}"));
+            log.log(&event);
         }
     }))
 }
@@ -514,38 +511,6 @@ impl Drop for EventPrinter {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-/// Waits until the server has processed everything this client sent (a
-/// message to a fresh inbox of its own comes back), at most 10 s: core
-/// NATS has no acknowledgement, and `flush` only empties the socket buffer.
-/// After this, every frame published before it has reached the server and
-/// been passed on to the subscribers it had.
-pub(crate) async fn confirm(client: &Client) -> Result<bool, Failure> {
-    let nats = client.nats();
-    let inbox = nats.new_inbox();
-    let failed = |e: &dyn fmt::Display| Failure::Bad(format!("cannot confirm delivery: {e}"));
-    let mut echo = nats
-        .subscribe(inbox.clone())
-        .await
-        .map_err(|e| failed(&e))?;
-    nats.publish(inbox, Bytes::new())
-        .await
-        .map_err(|e| failed(&e))?;
-    nats.flush().await.map_err(|e| failed(&e))?;
-    Ok(matches!(
-        tokio::time::timeout(CONFIRM_WITHIN, echo.next()).await,
-        Ok(Some(_))
-    ))
-}
-
-/// The message when [`confirm`] times out.
-pub(crate) fn unconfirmed(frames: u64, url: &Servers) -> Failure {
-    Failure::Bad(format!(
-        "{url}: {frames} frames were sent but the server did not confirm receiving them \
-         within {} s (connection lost?): some may not have arrived",
-        CONFIRM_WITHIN.as_secs()
-    ))
 }
 
 /// The JetStream stream `name` if the server has one (`None` if not).
