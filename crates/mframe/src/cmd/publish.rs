@@ -54,6 +54,9 @@ pub(crate) struct PubArgs {
 
 pub(crate) fn run(args: &PubArgs) -> Result<(), Failure> {
     let rt = super::runtime()?;
+    // The sink's subscription is dropped last, inside the runtime (it
+    // unsubscribes from a task).
+    let _runtime = rt.enter();
     let url = &args.server.url;
     // For the watcher's report if the input blocks after a signal: what
     // was published (every frame then was confirmed by the checkpoint that

@@ -129,6 +129,9 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<(), Failure> {
         (_, None) => None,
     };
     let rt = super::runtime()?;
+    // The sink's subscription is dropped last, inside the runtime (it
+    // unsubscribes from a task).
+    let _runtime = rt.enter();
     let got = Arc::new(Written::default());
     let stop = Stop::install(&rt, got.last_words("replay"));
     let mut sink = match &args.output {
