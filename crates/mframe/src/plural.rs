@@ -6,6 +6,8 @@
 pub(crate) fn count(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
+    } else if let Some(stem) = noun.strip_suffix("ry") {
+        format!("{n} {stem}ries")
     } else {
         format!("{n} {noun}s")
     }
@@ -20,5 +22,6 @@ mod tests {
         assert_eq!(count(1, "frame"), "1 frame");
         assert_eq!(count(0, "frame"), "0 frames");
         assert_eq!(count(2, "malformed payload"), "2 malformed payloads");
+        assert_eq!(count(3, "retry"), "3 retries");
     }
 }

@@ -16,13 +16,17 @@
 //! one frame to the server: give each frame of a source its own counter.
 
 use std::collections::VecDeque;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use messageframe::Header;
 use messageframe_nats::async_nats::jetstream::context::{
-    ContextBuilder, GetStreamByNameErrorKind, PublishAckFuture,
+    ContextBuilder, GetStreamByNameErrorKind, PublishError,
 };
+use messageframe_nats::async_nats::jetstream::publish::PublishAck;
 use messageframe_nats::async_nats::jetstream::message::PublishMessage;
 use messageframe_nats::async_nats::jetstream::Context;
 use messageframe_nats::async_nats::Subject;
@@ -54,6 +58,10 @@ pub(crate) fn message_id(header: &Header) -> String {
     )
 }
 
+/// An acknowledgement on its way: its timeout runs from the moment the
+/// frame was sent (the future is polled once then).
+type Ack = Pin<Box<dyn Future<Output = Result<PublishAck, PublishError>> + Send>>;
+
 struct InFlight {
     id: FrameId,
     subject: Subject,
@@ -61,7 +69,9 @@ struct InFlight {
     msg_id: String,
     first_sent: Instant,
     attempts: u32,
-    ack: Option<PublishAckFuture>,
+    ack: Option<Ack>,
+    /// The acknowledgement, once it came (found while resending others).
+    settled: Option<PublishAck>,
 }
 
 /// Frames on their way into JetStream.
@@ -155,12 +165,49 @@ impl Confirmer {
             .payload(frame.payload.clone())
             .message_id(&frame.msg_id);
         match self.js.send_publish(frame.subject.clone(), publish).await {
-            Ok(ack) => frame.ack = Some(ack),
+            Ok(ack) => {
+                let mut ack: Ack = Box::pin(ack.into_future());
+                // Polled once: the acknowledgement's timeout starts now, so
+                // that frames in flight time out together, not one after
+                // the other.
+                match (&mut ack).now_or_never() {
+                    Some(Ok(done)) => frame.settled = Some(done),
+                    Some(Err(e)) => self.last_error = Some(e.to_string()),
+                    None => frame.ack = Some(ack),
+                }
+            }
             Err(e) => {
                 self.last_error = Some(e.to_string());
                 frame.ack = None;
             }
         }
+    }
+
+    /// After a failed attempt: every later frame still unacknowledged is
+    /// sent again at once (the same ids: the server drops what it already
+    /// has), instead of each waiting out its own timeout in turn.
+    async fn resend_unsettled(&mut self) {
+        let mut frames = std::mem::take(&mut self.in_flight);
+        for frame in &mut frames {
+            if frame.settled.is_some() {
+                continue;
+            }
+            if let Some(ack) = &mut frame.ack {
+                match ack.now_or_never() {
+                    Some(Ok(done)) => {
+                        frame.settled = Some(done);
+                        frame.ack = None;
+                        continue;
+                    }
+                    Some(Err(e)) => self.last_error = Some(e.to_string()),
+                    None => {}
+                }
+            }
+            frame.ack = None;
+            self.retries += 1;
+            self.send(frame).await;
+        }
+        self.in_flight = frames;
     }
 
     /// Publishes one frame (after waiting for older ones if the window is
@@ -181,6 +228,7 @@ impl Confirmer {
             first_sent: Instant::now(),
             attempts: 0,
             ack: None,
+            settled: None,
         };
         self.send(&mut frame).await;
         self.in_flight.push_back(frame);
@@ -206,9 +254,10 @@ impl Confirmer {
             return Ok(());
         };
         loop {
-            let result = match frame.ack.take() {
-                Some(ack) => ack.await.map_err(|e| e.to_string()),
-                None => Err(self
+            let result = match (frame.settled.take(), frame.ack.take()) {
+                (Some(ack), _) => Ok(ack),
+                (None, Some(ack)) => ack.await.map_err(|e| e.to_string()),
+                (None, None) => Err(self
                     .last_error
                     .clone()
                     .unwrap_or_else(|| "not sent".to_owned())),
@@ -234,6 +283,7 @@ impl Confirmer {
                     tokio::time::sleep(pause).await;
                     self.retries += 1;
                     self.send(&mut frame).await;
+                    self.resend_unsettled().await;
                 }
             }
         }

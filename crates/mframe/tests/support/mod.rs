@@ -54,8 +54,19 @@ fn lines(
 impl Proc {
     /// Starts `mframe ARGS` with stdin piped.
     pub fn spawn(args: &[&str]) -> Proc {
+        Proc::spawn_env(args, &[])
+    }
+
+    /// Starts `mframe ARGS` with stdin piped and these environment
+    /// variables (the NATS login variables of the test's own environment
+    /// removed).
+    pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Proc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
             .args(args)
+            .env_remove("NATS_USER")
+            .env_remove("NATS_PASSWORD")
+            .env_remove("NATS_TOKEN")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
