@@ -20,10 +20,10 @@ use support::{numbered_frame, Proc, WAIT};
 fn mframe(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
         .args(args)
-        .envs(env.iter().copied())
         .env_remove("NATS_USER")
         .env_remove("NATS_PASSWORD")
         .env_remove("NATS_TOKEN")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
