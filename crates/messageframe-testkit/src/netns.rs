@@ -130,7 +130,9 @@ impl NetnsCluster {
         // The test's own way in.
         let root = cluster.root_end.clone();
         let root_peer = format!("{root}s");
-        must(&["link", "add", &root, "type", "veth", "peer", "name", &root_peer]);
+        must(&[
+            "link", "add", &root, "type", "veth", "peer", "name", &root_peer,
+        ]);
         must(&["link", "set", &root_peer, "netns", &sw]);
         must(&["-n", &sw, "link", "set", &root_peer, "master", "br0", "up"]);
         must(&["addr", "add", &format!("{}/24", addr(1)), "dev", &root]);
@@ -150,7 +152,16 @@ impl NetnsCluster {
                 log: cluster.dir.path().join(format!("n{}.log", i + 1)),
             });
             must(&["-n", &namespace, "link", "set", "lo", "up"]);
-            must(&["link", "add", &inner, "type", "veth", "peer", "name", &switch_end]);
+            must(&[
+                "link",
+                "add",
+                &inner,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &switch_end,
+            ]);
             must(&["link", "set", &inner, "netns", &namespace]);
             must(&["link", "set", &switch_end, "netns", &sw]);
             must(&["-n", &sw, "link", "set", &switch_end, "master", "br0", "up"]);

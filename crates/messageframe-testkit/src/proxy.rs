@@ -33,8 +33,7 @@ impl Proxy {
     /// Forwards 127.0.0.1:(a free port) to 127.0.0.1:`target`.
     #[must_use]
     pub fn start(target: u16) -> Proxy {
-        let listener =
-            TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind the proxy's port");
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind the proxy's port");
         let port = listener.local_addr().expect("the proxy's address").port();
         listener
             .set_nonblocking(true)

@@ -587,6 +587,19 @@ fn sub_reports_a_server_restart_and_frames_flow_again() {
     sub.signal("TERM");
     assert!(sub.wait().success());
     assert!(sub.stdout_rest().len() <= 1);
+    // The cause of the failed attempts, once (issue 24: "client error:
+    // nats: IO error" ten times, no cause); the count with the
+    // reconnection.
+    let err = sub.stderr_text();
+    assert_eq!(
+        err.matches("nats: cannot reconnect: nats://127.0.0.1:")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("Connection refused"), "{err}");
+    assert!(!err.contains("client error"), "{err}");
+    assert!(err.contains("failed before)"), "{err}");
 }
 
 #[test]

@@ -43,7 +43,9 @@ fn mframe(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
                 return;
             }
         }
-        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
     });
     let out = child.wait_with_output().expect("mframe runs");
     let _ = writer.join();
@@ -65,7 +67,12 @@ fn one_frame() -> Vec<u8> {
 
 /// Publishes one frame with `login` and checks a subscriber with the same
 /// `login` gets it; then that `refused` options are refused (exit 1).
-fn logs_in(url: &str, login: &[&str], env: &[(&str, &str)], refused: &[(&[&str], &[(&str, &str)])]) {
+fn logs_in(
+    url: &str,
+    login: &[&str],
+    env: &[(&str, &str)],
+    refused: &[(&[&str], &[(&str, &str)])],
+) {
     let args: Vec<&str> = [&["sub", url, "--count", "1"][..], login].concat();
     let mut sub = Proc::spawn_env(&args, env);
     sub.stderr_line("subscribed to");
@@ -74,7 +81,11 @@ fn logs_in(url: &str, login: &[&str], env: &[(&str, &str)], refused: &[(&[&str],
     assert!(sub.stdout_line(WAIT).unwrap().contains("\"source\":5,"));
     assert!(sub.wait().success(), "{}", sub.stderr_text());
     for (options, env) in refused {
-        let out = mframe(&[&["pub", url, "-"][..], options].concat(), env, &one_frame());
+        let out = mframe(
+            &[&["pub", url, "-"][..], options].concat(),
+            env,
+            &one_frame(),
+        );
         assert_eq!(out.status.code(), Some(1), "{options:?}: {}", text(&out));
         assert!(
             String::from_utf8_lossy(&out.stderr).contains("cannot connect to"),
@@ -107,12 +118,26 @@ fn tls_with_a_ca_and_client_certificates_lets_in_only_the_fleet() {
             (&["--tls-ca", &ca], &[]),
             // A certificate of another CA: refused.
             (
-                &["--tls-ca", &ca, "--tls-cert", &rogue_cert, "--tls-key", &rogue_key],
+                &[
+                    "--tls-ca",
+                    &ca,
+                    "--tls-cert",
+                    &rogue_cert,
+                    "--tls-key",
+                    &rogue_key,
+                ],
                 &[],
             ),
             // The server's certificate is not trusted by this CA.
             (
-                &["--tls-ca", &rogue_ca, "--tls-cert", &cert, "--tls-key", &key],
+                &[
+                    "--tls-ca",
+                    &rogue_ca,
+                    "--tls-cert",
+                    &cert,
+                    "--tls-key",
+                    &key,
+                ],
                 &[],
             ),
             // No TLS at all.
@@ -122,7 +147,11 @@ fn tls_with_a_ca_and_client_certificates_lets_in_only_the_fleet() {
     // A certificate without its key is a usage error; a missing file too.
     let out = mframe(&["pub", &url, "--tls-cert", &cert, "-"], &[], b"");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let out = mframe(&["pub", &url, "--tls-ca", "/nonexistent/ca.pem", "-"], &[], b"");
+    let out = mframe(
+        &["pub", &url, "--tls-ca", "/nonexistent/ca.pem", "-"],
+        &[],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("cannot read `/nonexistent/ca.pem`"));
     println!("tls: 1 client with a fleet certificate admitted; 4 without (none, another CA's, an untrusted server, no TLS) refused");
@@ -138,10 +167,7 @@ fn an_nkey_seed_and_a_creds_file_log_in() {
     let other_seed = dir.path().join("other.nk");
     std::fs::write(&other_seed, other.seed()).unwrap();
     let server = NatsServer::start(ServerOptions::new().nkey_user(&user));
-    let (seed, other_seed) = (
-        seed.display().to_string(),
-        other_seed.display().to_string(),
-    );
+    let (seed, other_seed) = (seed.display().to_string(), other_seed.display().to_string());
     logs_in(
         &server.url(),
         &["--nkey", &seed],
@@ -168,7 +194,11 @@ fn an_nkey_seed_and_a_creds_file_log_in() {
         &[(&["--creds", &stranger_creds], &[]), (&[], &[])],
     );
     // Neither file's secret is ever printed.
-    let out = mframe(&["pub", &server.url(), "--creds", &stranger_creds, "-"], &[], b"");
+    let out = mframe(
+        &["pub", &server.url(), "--creds", &stranger_creds, "-"],
+        &[],
+        b"",
+    );
     assert!(!text(&out).contains(&stranger.creds()[40..80]));
 }
 
@@ -180,12 +210,19 @@ fn user_password_and_token_come_from_the_environment() {
         &[],
         &[("NATS_USER", "ground"), ("NATS_PASSWORD", "s3cretpw")],
         &[
-            (&[], &[("NATS_USER", "ground"), ("NATS_PASSWORD", "wrongpw")]),
+            (
+                &[],
+                &[("NATS_USER", "ground"), ("NATS_PASSWORD", "wrongpw")],
+            ),
             (&[], &[]),
         ],
     );
     // Half a login is a usage error.
-    let out = mframe(&["pub", &server.url(), "-"], &[("NATS_USER", "ground")], b"");
+    let out = mframe(
+        &["pub", &server.url(), "-"],
+        &[("NATS_USER", "ground")],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("NATS_USER is set but NATS_PASSWORD is not"));
 
@@ -293,7 +330,11 @@ fn raw_publish(url: &str, subject: &str, frame: &[u8]) {
 fn a_subject_that_contradicts_the_header_does_not_pass_the_filters() {
     let server = NatsServer::start(ServerOptions::new().jetstream());
     let url = server.url();
-    mframe(&["record", &url, "--prefix", "hf", "--stream", "HF"], &[], b"");
+    mframe(
+        &["record", &url, "--prefix", "hf", "--stream", "HF"],
+        &[],
+        b"",
+    );
     let liar = Frame::new(Header::new(1, 7, 60, 5).with_counter(1))
         .encode()
         .unwrap();
@@ -302,7 +343,9 @@ fn a_subject_that_contradicts_the_header_does_not_pass_the_filters() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let recording = dir.path().join("rec.mfb").display().to_string();
-    let mut sub = Proc::spawn(&["sub", &url, "--prefix", "hf", "--target", "9", "--count", "1"]);
+    let mut sub = Proc::spawn(&[
+        "sub", &url, "--prefix", "hf", "--target", "9", "--count", "1",
+    ]);
     sub.stderr_line("subscribed to");
     let mut record = Proc::spawn(&[
         "record", &url, "--prefix", "hf", "--target", "9", "-o", &recording, "--count", "1",
@@ -318,7 +361,9 @@ fn a_subject_that_contradicts_the_header_does_not_pass_the_filters() {
     for (proc, name) in [(&sub, "sub"), (&record, "record")] {
         let err = proc.stderr_text();
         assert!(
-            err.contains("has target 5, type 7, source 60 in its header, which the filters do not pass"),
+            err.contains(
+                "has target 5, type 7, source 60 in its header, which the filters do not pass"
+            ),
             "{name}: {err}"
         );
         assert!(
@@ -328,7 +373,9 @@ fn a_subject_that_contradicts_the_header_does_not_pass_the_filters() {
     }
     assert_eq!(std::fs::read(&recording).unwrap(), honest);
     let replay = mframe(
-        &["replay", &url, "--stream", "HF", "--prefix", "hf", "--target", "9"],
+        &[
+            "replay", &url, "--stream", "HF", "--prefix", "hf", "--target", "9",
+        ],
         &[],
         b"",
     );
@@ -366,7 +413,10 @@ fn sub_with_a_stdout_nobody_reads_stays_bounded_and_ends_on_sigterm_with_its_rep
     let (tx, rx) = std::sync::mpsc::channel();
     thread::spawn(move || {
         use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             let _ = tx.send(line);
         }
     });
@@ -425,7 +475,10 @@ fn sub_with_a_stdout_nobody_reads_stays_bounded_and_ends_on_sigterm_with_its_rep
     let report: Vec<String> = rx.try_iter().collect();
     let report = report.join("\n");
     assert!(report.contains("sub: stopped"), "{report}");
-    assert!(report.contains("dropped because the output did not keep up"), "{report}");
+    assert!(
+        report.contains("dropped because the output did not keep up"),
+        "{report}"
+    );
     println!(
         "stalled stdout: {frames} frames of 10 kB published ({} MB); sub's peak RSS {} MB \
          (--max-pending 2 MB); ended {} ms after SIGTERM; report: {report}",

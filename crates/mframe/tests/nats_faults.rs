@@ -33,7 +33,9 @@ const SOURCE: u32 = 77;
 
 /// Frame `i` of a run: source 77, counter `i`, on target 1.
 fn frame(i: u64) -> Vec<u8> {
-    numbered_frame(SOURCE, i, 1).encode().expect("the frame encodes")
+    numbered_frame(SOURCE, i, 1)
+        .encode()
+        .expect("the frame encodes")
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -46,7 +48,14 @@ fn runtime() -> tokio::runtime::Runtime {
 /// `mframe record URL --prefix P --stream S [--replicas N]`.
 fn create_stream(url: &str, prefix: &str, stream: &str, replicas: &str) {
     let mut record = Proc::spawn(&[
-        "record", url, "--prefix", prefix, "--stream", stream, "--replicas", replicas,
+        "record",
+        url,
+        "--prefix",
+        prefix,
+        "--stream",
+        stream,
+        "--replicas",
+        replicas,
     ]);
     assert!(record.wait().success(), "{}", record.stderr_text());
 }
@@ -124,7 +133,10 @@ fn pub_under_fault(
 
 /// The frames (input indices) `pub` named as may be lost.
 fn named(stderr: &str) -> Vec<u64> {
-    assert!(!stderr.contains("more run"), "every run is listed: {stderr}");
+    assert!(
+        !stderr.contains("more run"),
+        "every run is listed: {stderr}"
+    );
     let mut out = Vec::new();
     let mut rest = stderr;
     while let Some(at) = rest.find('#') {
@@ -155,9 +167,15 @@ fn check_default(what: &str, sent: u64, ok: bool, stderr: &str, url: &str, strea
     let named = named(stderr.lines().last().unwrap_or_default());
     let missing: Vec<u64> = (0..sent).filter(|i| !counters.contains_key(i)).collect();
     for i in &missing {
-        assert!(named.contains(i), "{what}: frame {i} is missing and not named: {stderr}");
+        assert!(
+            named.contains(i),
+            "{what}: frame {i} is missing and not named: {stderr}"
+        );
     }
-    assert!(counters.values().all(|&n| n == 1), "{what}: a frame stored twice");
+    assert!(
+        counters.values().all(|&n| n == 1),
+        "{what}: a frame stored twice"
+    );
     println!(
         "{what}: sent {sent}, stored {messages}, named as may be lost {}, lost {} (all named)",
         named.len(),
@@ -166,7 +184,15 @@ fn check_default(what: &str, sent: u64, ok: bool, stderr: &str, url: &str, strea
 }
 
 /// `--confirm`: exit 0, and every frame stored exactly once.
-fn check_confirmed(what: &str, sent: u64, ok: bool, stderr: &str, url: &str, stream: &str, took: Duration) {
+fn check_confirmed(
+    what: &str,
+    sent: u64,
+    ok: bool,
+    stderr: &str,
+    url: &str,
+    stream: &str,
+    took: Duration,
+) {
     assert!(ok, "{what}: {stderr}");
     let (messages, counters) = stored(url, stream);
     assert_eq!(messages, sent, "{what}: {stderr}");
@@ -205,7 +231,10 @@ fn a_server_restart_under_pub() {
     check_default("server restart, default", sent, ok, &stderr, &url, "RS");
     assert!(stderr.contains("nats: disconnected"), "{stderr}");
     // The cause of the failed reconnects, once; no line per attempt.
-    assert!(stderr.contains("cannot reconnect: nats://127.0.0.1:"), "{stderr}");
+    assert!(
+        stderr.contains("cannot reconnect: nats://127.0.0.1:"),
+        "{stderr}"
+    );
     assert!(stderr.contains("Connection refused"), "{stderr}");
     assert!(!stderr.contains("client error"), "{stderr}");
 
@@ -216,7 +245,15 @@ fn a_server_restart_under_pub() {
         Duration::from_millis(300),
         || restart(&mut server),
     );
-    check_confirmed("server restart, --confirm", sent, ok, &stderr, &url, "RC", took);
+    check_confirmed(
+        "server restart, --confirm",
+        sent,
+        ok,
+        &stderr,
+        &url,
+        "RC",
+        took,
+    );
 }
 
 #[test]
@@ -244,7 +281,15 @@ fn a_cut_connection_under_pub() {
         Duration::from_millis(400),
         || assert!(proxy.cut() >= 1),
     );
-    check_confirmed("cut connection, --confirm", sent, ok, &stderr, &url, "CUTC", took);
+    check_confirmed(
+        "cut connection, --confirm",
+        sent,
+        ok,
+        &stderr,
+        &url,
+        "CUTC",
+        took,
+    );
     assert!(stderr.contains("nats: disconnected"), "{stderr}");
 }
 
@@ -262,11 +307,19 @@ fn pub_confirm_without_a_stream_or_with_a_timeout_past_the_duplicate_window_is_r
     );
     create_stream(&url, "dw", "DW", "1");
     let mut long = Proc::spawn(&[
-        "pub", &url, "--prefix", "dw", "--confirm", "--confirm-timeout", "600", "-",
+        "pub",
+        &url,
+        "--prefix",
+        "dw",
+        "--confirm",
+        "--confirm-timeout",
+        "600",
+        "-",
     ]);
     assert_eq!(long.wait().code(), Some(2));
     assert!(
-        long.stderr_text().contains("exceeds the duplicate window of stream `DW` (120 s)"),
+        long.stderr_text()
+            .contains("exceeds the duplicate window of stream `DW` (120 s)"),
         "{}",
         long.stderr_text()
     );
@@ -324,7 +377,10 @@ fn a_partitioned_node_under_pub_confirm() {
     let cut = cluster.index_of(&leader).unwrap();
     // pub talks to the two other nodes: the cut node's clients would only
     // notice after missed pings (minutes), which is not what this tests.
-    let others: Vec<String> = (0..3).filter(|&i| i != cut).map(|i| cluster.url(i)).collect();
+    let others: Vec<String> = (0..3)
+        .filter(|&i| i != cut)
+        .map(|i| cluster.url(i))
+        .collect();
     let sent = 2000;
     let (ok, stderr, took) = pub_under_fault(
         &[&others.join(","), "--prefix", "pt", "--confirm"],
@@ -335,7 +391,11 @@ fn a_partitioned_node_under_pub_confirm() {
     );
     if !ok {
         for i in 0..3 {
-            eprintln!("--- {}:\n{}", cluster.name(i), cluster.log_tail(cluster.name(i)));
+            eprintln!(
+                "--- {}:\n{}",
+                cluster.name(i),
+                cluster.log_tail(cluster.name(i))
+            );
         }
     }
     check_confirmed(

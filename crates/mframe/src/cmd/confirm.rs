@@ -26,8 +26,8 @@ use messageframe::Header;
 use messageframe_nats::async_nats::jetstream::context::{
     ContextBuilder, GetStreamByNameErrorKind, PublishError,
 };
-use messageframe_nats::async_nats::jetstream::publish::PublishAck;
 use messageframe_nats::async_nats::jetstream::message::PublishMessage;
+use messageframe_nats::async_nats::jetstream::publish::PublishAck;
 use messageframe_nats::async_nats::jetstream::Context;
 use messageframe_nats::async_nats::Subject;
 use messageframe_nats::Client;

@@ -154,6 +154,8 @@ pub(crate) struct Delivery {
     pub(crate) lost: Lost,
     /// Frames confirmed by a checkpoint.
     pub(crate) confirmed: u64,
+    /// `Statistics::connects` when the command connected.
+    connects_at_start: u64,
 }
 
 impl Delivery {
@@ -174,7 +176,13 @@ impl Delivery {
             window_connects: 0,
             lost: Lost::default(),
             confirmed: 0,
+            connects_at_start: Delivery::connects(client),
         })
+    }
+
+    /// How often the client connected again since the start.
+    pub(crate) fn reconnections(&self, client: &Client) -> u64 {
+        Delivery::connects(client).saturating_sub(self.connects_at_start)
     }
 
     fn connects(client: &Client) -> u64 {

@@ -95,10 +95,9 @@ impl EventLog {
                 }
             }
             ConnectionEvent::Reconnected => {
-                let after = self
-                    .disconnected_at
-                    .take()
-                    .map_or(String::new(), |t| format!(" after {:.1} s", t.elapsed().as_secs_f64()));
+                let after = self.disconnected_at.take().map_or(String::new(), |t| {
+                    format!(" after {:.1} s", t.elapsed().as_secs_f64())
+                });
                 let attempts = std::mem::take(&mut self.failed_attempts);
                 self.printed.remove("reconnect");
                 if attempts == 0 {
@@ -195,9 +194,9 @@ async fn probe(servers: &Servers) -> String {
         )
         .await;
         causes.push(match attempt {
-            Ok(Ok(_)) => format!(
-                "{shown} accepts TCP connections (the NATS handshake, TLS or login failed)"
-            ),
+            Ok(Ok(_)) => {
+                format!("{shown} accepts TCP connections (the NATS handshake, TLS or login failed)")
+            }
             Ok(Err(e)) => format!("{shown}: {e}"),
             Err(_) => format!(
                 "{shown}: no answer within {} s (host down or unreachable)",

@@ -171,9 +171,12 @@ pub(crate) fn parse_servers(text: &str) -> Result<Servers, String> {
         }
         // The URL parser's message never holds the URL, but it is not
         // ours to promise: only its kind of error is kept.
-        let addr: ServerAddr = url
-            .parse()
-            .map_err(|e: std::io::Error| format!("`{shown}` is not a valid NATS URL: {}", redact(&e.to_string())))?;
+        let addr: ServerAddr = url.parse().map_err(|e: std::io::Error| {
+            format!(
+                "`{shown}` is not a valid NATS URL: {}",
+                redact(&e.to_string())
+            )
+        })?;
         if addr.host().is_empty() {
             return Err(format!(
                 "`{shown}` names no host: expected {scheme}://HOST:PORT"
@@ -370,7 +373,11 @@ impl Auth {
     /// Applies the credentials and TLS settings: `--creds` or `--nkey`
     /// first, else a user/password or token in the URL, else the
     /// environment's. Errors never hold a secret.
-    async fn apply(&self, mut options: ConnectOptions, url: &Servers) -> Result<ConnectOptions, Failure> {
+    async fn apply(
+        &self,
+        mut options: ConnectOptions,
+        url: &Servers,
+    ) -> Result<ConnectOptions, Failure> {
         if let Some(path) = &self.creds {
             options = options.credentials_file(path).await.map_err(|e| {
                 Failure::Bad(format!(
@@ -404,7 +411,9 @@ impl Auth {
             // passed on here, as other NATS clients do: `user:password@` or
             // `token@`.
             options = match login {
-                Some(Login::UserPassword(user, password)) => options.user_and_password(user, password),
+                Some(Login::UserPassword(user, password)) => {
+                    options.user_and_password(user, password)
+                }
                 Some(Login::Token(token)) => options.token(token),
                 None => options,
             };
@@ -459,7 +468,10 @@ pub(crate) async fn connect_with(
     let connecting = Client::connect_with(options, url.addrs.clone(), &connection.prefix);
     match tokio::time::timeout(bound, connecting).await {
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(Failure::Bad(format!("cannot connect to {url}: {}", explain_connect(&e)))),
+        Ok(Err(e)) => Err(Failure::Bad(format!(
+            "cannot connect to {url}: {}",
+            explain_connect(&e)
+        ))),
         Err(_) => Err(Failure::Bad(format!(
             "cannot connect to {url}: no NATS server answered within {} s (--connect-timeout)",
             timeout.as_secs_f64()
@@ -579,10 +591,7 @@ mod tests {
             Some(Login::UserPassword("us@er".into(), "p%ss:".into()))
         );
         let token = parse_servers("tls://s3cret@host").unwrap();
-        assert_eq!(
-            token.credentials(),
-            Some(Login::Token("s3cret".into()))
-        );
+        assert_eq!(token.credentials(), Some(Login::Token("s3cret".into())));
         assert_eq!(parse_servers("nats://host").unwrap().credentials(), None);
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz%4"), "%zz%4");

@@ -76,7 +76,8 @@ pub(crate) fn run(args: &PubArgs) -> Result<(), Failure> {
         )
     };
     let mut sink = rt.block_on(async {
-        let client = nats::connect_with(url, &args.server.options, &args.server.auth, "pub").await?;
+        let client =
+            nats::connect_with(url, &args.server.options, &args.server.auth, "pub").await?;
         let publisher = if args.confirm {
             Publisher::confirmed(client, url.clone(), args.confirm_timeout).await?
         } else {

@@ -166,8 +166,7 @@ fn to_file(rt: &Runtime, args: &RecordArgs, file: FrameFile) -> Result<(), Failu
 
 async fn to_stream(args: &RecordArgs, name: &str) -> Result<(), Failure> {
     let url = &args.server.url;
-    let client =
-        nats::connect_with(url, &args.server.options, &args.server.auth, "record").await?;
+    let client = nats::connect_with(url, &args.server.options, &args.server.auth, "record").await?;
     let captures = client.subjects().all();
     let existed = nats::find_stream(&client, name, url).await?.is_some();
     let mut config = ArchiveConfig::new(name);
@@ -213,7 +212,10 @@ async fn to_stream(args: &RecordArgs, name: &str) -> Result<(), Failure> {
     } else {
         format!(
             "{} ({} bytes), sequences {}..={}",
-            count(state.frames, "frame"), state.bytes, state.first_sequence, state.last_sequence
+            count(state.frames, "frame"),
+            state.bytes,
+            state.first_sequence,
+            state.last_sequence
         )
     };
     status(format_args!(

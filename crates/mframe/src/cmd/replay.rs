@@ -348,13 +348,13 @@ impl Destination {
                     .fetch_add(payload.len() as u64, Ordering::Relaxed);
                 Ok(written.wrote(None))
             }),
-            Box::new(move || {
-                match &mut *flusher.lock().unwrap_or_else(PoisonError::into_inner) {
+            Box::new(
+                move || match &mut *flusher.lock().unwrap_or_else(PoisonError::into_inner) {
                     Sink::Json(json) => json.flush(),
                     Sink::File(file) => file.flush(),
                     Sink::Nats(_) => Ok(()),
-                }
-            }),
+                },
+            ),
         );
         if let Ok(mut counts) = got.counts.lock() {
             *counts = Some(output.counts());
@@ -372,10 +372,9 @@ impl Destination {
                 got.unwritten.store(unwritten, Ordering::Relaxed);
                 let describe = match describe.split_once(" (") {
                     // A file's size is known only now.
-                    Some((file, _)) => format!(
-                        "{file} ({} bytes)",
-                        got.bytes.load(Ordering::Relaxed)
-                    ),
+                    Some((file, _)) => {
+                        format!("{file} ({} bytes)", got.bytes.load(Ordering::Relaxed))
+                    }
                     None => describe,
                 };
                 (result, describe)

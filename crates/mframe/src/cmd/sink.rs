@@ -19,9 +19,9 @@ use super::delivery::{Delivery, FrameId};
 use super::dump::Style;
 use super::nats::{self, Servers};
 use super::stop::Stop;
-use crate::failure::{empty_input, frame_error, Failure};
-use crate::plural::count;
+use crate::failure::{empty_input, frame_error, status, Failure};
 use crate::input::{self, End, Input};
+use crate::plural::count;
 
 /// `--pace`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -291,6 +291,14 @@ impl Publisher {
             Mode::Core(delivery) => {
                 delivery.checkpoint(&self.client).await;
                 if delivery.lost.is_empty() {
+                    let again = delivery.reconnections(&self.client);
+                    if again > 0 {
+                        status(format_args!(
+                            "pub: the connection broke and was re-established {} during the \
+                             run; no frame was in flight then: the server confirmed every one",
+                            count(again, "time")
+                        ));
+                    }
                     return Ok(());
                 }
                 let lost = &delivery.lost;

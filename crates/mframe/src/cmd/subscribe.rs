@@ -306,8 +306,10 @@ pub(crate) async fn receive(
     let (written, unwritten) = output.finish(Duration::from_secs(1).min(GRACE));
     got.dropped
         .store(counts.dropped.load(Ordering::Relaxed), Ordering::Relaxed);
-    got.dropped_bytes
-        .store(counts.dropped_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+    got.dropped_bytes.store(
+        counts.dropped_bytes.load(Ordering::Relaxed),
+        Ordering::Relaxed,
+    );
     got.slow_consumer
         .store(events.slow_consumer_drops(), Ordering::Relaxed);
     got.unwritten.store(unwritten, Ordering::Relaxed);
