@@ -65,14 +65,12 @@ fn one_frame() -> Vec<u8> {
     numbered_frame(5, 1, 6).encode().expect("the frame encodes")
 }
 
+/// Options and environment variables of one attempt to log in.
+type Attempt<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)]);
+
 /// Publishes one frame with `login` and checks a subscriber with the same
 /// `login` gets it; then that `refused` options are refused (exit 1).
-fn logs_in(
-    url: &str,
-    login: &[&str],
-    env: &[(&str, &str)],
-    refused: &[(&[&str], &[(&str, &str)])],
-) {
+fn logs_in(url: &str, login: &[&str], env: &[(&str, &str)], refused: &[Attempt<'_>]) {
     let args: Vec<&str> = [&["sub", url, "--count", "1"][..], login].concat();
     let mut sub = Proc::spawn_env(&args, env);
     sub.stderr_line("subscribed to");
@@ -487,4 +485,58 @@ fn sub_with_a_stdout_nobody_reads_stays_bounded_and_ends_on_sigterm_with_its_rep
         took.as_millis()
     );
     assert!(peak < 150_000_000, "peak RSS {peak} bytes");
+}
+
+#[test]
+fn a_replay_into_a_stdout_nobody_reads_waits_and_ends_on_sigterm_with_its_report() {
+    let server = NatsServer::start(ServerOptions::new().jetstream());
+    let url = server.url();
+    let created = mframe(
+        &["record", &url, "--prefix", "rp", "--stream", "RP"],
+        &[],
+        b"",
+    );
+    assert!(created.status.success(), "{}", text(&created));
+    // 2,000 frames of 10 kB: 20 MB recorded.
+    let mut input = Vec::new();
+    for i in 0..2_000u64 {
+        let mut frame = Frame::new(Header::new(1, 2, 3, 4).with_counter(i));
+        frame.add_attachment("blob", vec![0xCD; 10_000]);
+        input.extend(frame.encode().unwrap());
+    }
+    let published = mframe(&["pub", &url, "--prefix", "rp", "-"], &[], &input);
+    assert!(published.status.success(), "{}", text(&published));
+    let mut replay = Proc::spawn_blocked_stdout(&[
+        "replay",
+        &url,
+        "--stream",
+        "RP",
+        "--prefix",
+        "rp",
+        "--max-pending",
+        "1000000",
+    ]);
+    // It fills the pipe and the queue, then waits.
+    thread::sleep(Duration::from_millis(1500));
+    let peak = rss(replay.pid());
+    let sent = Instant::now();
+    replay.signal("TERM");
+    let status = replay.wait();
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert!(status.success(), "{status:?}: {}", replay.stderr_text());
+    let err = replay.stderr_text();
+    assert!(err.contains("replay: replayed"), "{err}");
+    assert!(
+        err.contains("received but not written (the output was blocked)"),
+        "{err}"
+    );
+    println!(
+        "replay into a blocked stdout: 2,000 frames of 10 kB in the stream, peak RSS {} MB \
+         (--max-pending 1 MB), ended {} ms after SIGTERM: {}",
+        peak / 1_000_000,
+        took.as_millis(),
+        err.lines().last().unwrap_or_default()
+    );
+    assert!(peak < 100_000_000, "{peak}");
 }

@@ -40,7 +40,6 @@ pub(crate) struct EventLog {
     /// Messages the client dropped for a subscription that did not keep up
     /// (one event per message, as async-nats reports them).
     slow_consumer: u64,
-    disconnections: u64,
 }
 
 impl EventLog {
@@ -51,7 +50,6 @@ impl EventLog {
             failed_attempts: 0,
             printed: HashMap::new(),
             slow_consumer: 0,
-            disconnections: 0,
         }
     }
 
@@ -64,7 +62,6 @@ impl EventLog {
     pub(crate) fn log(&mut self, event: &ConnectionEvent) {
         match event {
             ConnectionEvent::Disconnected => {
-                self.disconnections += 1;
                 self.disconnected_at = Some(Instant::now());
                 self.failed_attempts = 0;
                 status(format_args!(

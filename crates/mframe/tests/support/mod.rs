@@ -86,6 +86,37 @@ impl Proc {
         }
     }
 
+    /// Starts `mframe ARGS` with a stdout nobody reads: the pipe fills and
+    /// every write blocks.
+    pub fn spawn_blocked_stdout(args: &[&str]) -> Proc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mframe starts");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        // The stdout pipe is kept open and never read.
+        let stdout_pipe = child.stdout.take().unwrap();
+        let (tx, stdout) = channel();
+        thread::spawn(move || {
+            let _keep = stdout_pipe;
+            let _keep_tx = tx;
+            thread::sleep(WAIT);
+        });
+        let (stderr, stderr_reader) = lines(child.stderr.take().unwrap(), Some(log.clone()));
+        Proc {
+            name: args.join(" "),
+            stdin: child.stdin.take(),
+            stdout,
+            stderr,
+            stderr_log: log,
+            stderr_reader: Some(stderr_reader),
+            child,
+        }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
