@@ -273,26 +273,17 @@ impl NetnsCluster {
     /// Cuts node `i`'s link to everyone (its end of the bridge goes down):
     /// packets to and from it vanish, nothing is reset.
     pub fn cut(&self, i: usize) {
-        must(&[
-            "-n",
-            &self.switch,
-            "link",
-            "set",
-            &self.nodes[i].switch_end,
-            "down",
-        ]);
+        self.set_link(i, "down");
     }
 
     /// Brings node `i`'s link back.
     pub fn heal(&self, i: usize) {
-        must(&[
-            "-n",
-            &self.switch,
-            "link",
-            "set",
-            &self.nodes[i].switch_end,
-            "up",
-        ]);
+        self.set_link(i, "up");
+    }
+
+    fn set_link(&self, i: usize, state: &str) {
+        let end = &self.nodes[i].switch_end;
+        must(&["-n", &self.switch, "link", "set", end, state]);
     }
 
     /// The end of node `name`'s log, for failure messages.

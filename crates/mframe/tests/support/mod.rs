@@ -61,6 +61,10 @@ impl Proc {
     /// variables (the NATS login variables of the test's own environment
     /// removed).
     pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Proc {
+        Proc::start(args, env, false)
+    }
+
+    fn start(args: &[&str], env: &[(&str, &str)], blocked_stdout: bool) -> Proc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
             .args(args)
             .env_remove("NATS_USER")
@@ -73,7 +77,18 @@ impl Proc {
             .spawn()
             .expect("mframe starts");
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (stdout, _) = lines(child.stdout.take().unwrap(), None);
+        let stdout_pipe = child.stdout.take().unwrap();
+        let stdout = if blocked_stdout {
+            // The pipe is kept open and never read.
+            let (tx, rx) = channel::<String>();
+            thread::spawn(move || {
+                let _keep = (stdout_pipe, tx);
+                thread::sleep(WAIT);
+            });
+            rx
+        } else {
+            lines(stdout_pipe, None).0
+        };
         let (stderr, stderr_reader) = lines(child.stderr.take().unwrap(), Some(log.clone()));
         Proc {
             name: args.join(" "),
@@ -89,32 +104,7 @@ impl Proc {
     /// Starts `mframe ARGS` with a stdout nobody reads: the pipe fills and
     /// every write blocks.
     pub fn spawn_blocked_stdout(args: &[&str]) -> Proc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("mframe starts");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        // The stdout pipe is kept open and never read.
-        let stdout_pipe = child.stdout.take().unwrap();
-        let (tx, stdout) = channel();
-        thread::spawn(move || {
-            let _keep = stdout_pipe;
-            let _keep_tx = tx;
-            thread::sleep(WAIT);
-        });
-        let (stderr, stderr_reader) = lines(child.stderr.take().unwrap(), Some(log.clone()));
-        Proc {
-            name: args.join(" "),
-            stdin: child.stdin.take(),
-            stdout,
-            stderr,
-            stderr_log: log,
-            stderr_reader: Some(stderr_reader),
-            child,
-        }
+        Proc::start(args, &[], true)
     }
 
     pub fn pid(&self) -> u32 {
