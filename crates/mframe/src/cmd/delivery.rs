@@ -131,9 +131,9 @@ impl Lost {
             let rest: u64 = self.runs[shown..].iter().map(Run::frames).sum();
             let _ = write!(
                 text,
-                ", and {} in {} more",
+                ", and {} in {}",
                 count(rest, what),
-                count((self.runs.len() - shown) as u64, "run")
+                count((self.runs.len() - shown) as u64, "more run")
             );
         }
         text
