@@ -309,7 +309,8 @@ impl FilterArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct Auth {
     /// Log in with this NATS credentials file (.creds: a user JWT and its
-    /// NKey seed, as `nsc` writes them).
+    /// NKey seed, as `nsc` writes them). A user and password can come from
+    /// NATS_USER and NATS_PASSWORD, a token from NATS_TOKEN.
     #[arg(long, value_name = "FILE", conflicts_with = "nkey", value_parser = readable_file)]
     pub(crate) creds: Option<PathBuf>,
     /// Log in with the NKey seed (`SU…`) in this file: the server's

@@ -21,7 +21,7 @@
 //! stream, `--to` needs a `--to-prefix` outside the recorded prefix.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -151,7 +151,7 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<(), Failure> {
     };
     let result = match &args.stream {
         Some(name) => rt.block_on(from_stream(args, name, sink, &stop, &got)),
-        None => from_file(&rt, args, &mut sink, &stop),
+        None => from_file(&rt, args, &mut sink, &stop, &got),
     };
     stop.finished();
     result
@@ -190,6 +190,7 @@ fn from_file(
     args: &ReplayArgs,
     sink: &mut Sink,
     stop: &Stop,
+    got: &Written,
 ) -> Result<(), Failure> {
     if let Some(source) = &args.origin {
         if looks_like_url(source) {
@@ -200,14 +201,15 @@ fn from_file(
         }
     }
     let input = Input::new(args.origin.as_deref().map(PathBuf::from));
-    let handed = AtomicU64::new(0);
+    // Frames handed on so far, for the report if a signal comes while
+    // stdout is blocked.
     let played = sink::play_input(
         rt,
         &input,
         args.filter.filter(),
         args.pace,
         sink,
-        Some((stop, &handed)),
+        Some((stop, &got.frames)),
     )?;
     status(format_args!(
         "replay: replayed {} of {} from {} to {}{}",
