@@ -30,6 +30,36 @@ const ACK_WINDOW: usize = 256;
 /// it sends the frame again (JetStream's default).
 const ACK_WAIT: Duration = Duration::from_secs(30);
 
+/// The most bytes of frames a replay asks the server for at once (each pull
+/// request's `max_bytes`), unless the server's `max_payload` is larger: the
+/// frames fetched ahead and not yet handed out are bounded in bytes, not
+/// only in count (200 per pull).
+pub(crate) const BATCH_BYTES: usize = 4 << 20;
+
+/// The frames a replay fetches per pull request.
+const BATCH_FRAMES: usize = 200;
+
+/// The `max_bytes` of a replay's pull requests: [`BATCH_BYTES`], or the
+/// largest frame the server accepts (a frame larger than a pull's
+/// `max_bytes` would never be delivered).
+fn batch_bytes(max_payload: usize) -> usize {
+    BATCH_BYTES.max(max_payload)
+}
+
+/// Starts pulling frames through `consumer`, bounded per request.
+async fn pull(
+    consumer: &jetstream::consumer::Consumer<pull::Config>,
+    batch_bytes: usize,
+) -> Result<pull::Stream, Error> {
+    consumer
+        .stream()
+        .max_messages_per_batch(BATCH_FRAMES)
+        .max_bytes_per_batch(batch_bytes)
+        .messages()
+        .await
+        .map_err(|e| Error::nats("replay", e))
+}
+
 /// How long a replay waits for the next frame before it asks the server how
 /// its consumer stands (done, or waiting for a lost pull request).
 const IDLE_CHECK: Duration = Duration::from_secs(1);
@@ -377,13 +407,12 @@ impl Archive {
             .map_err(|e| Error::nats("create consumer", e))?;
         let info = consumer.cached_info();
         let nothing_left = info.num_pending == 0 && info.num_ack_pending == 0;
-        let messages = consumer
-            .messages()
-            .await
-            .map_err(|e| Error::nats("replay", e))?;
+        let batch_bytes = batch_bytes(self.client.max_payload());
+        let messages = pull(&consumer, batch_bytes).await?;
         Ok(Replay::new(ReplayState {
             consumer,
             messages,
+            batch_bytes,
             decoder: self.client.decoder(),
             follow: options.follow,
             done: nothing_left && !options.follow,
@@ -789,6 +818,8 @@ impl fmt::Debug for Replay {
 struct ReplayState {
     consumer: jetstream::consumer::Consumer<pull::Config>,
     messages: pull::Stream,
+    /// Each pull request's `max_bytes`.
+    batch_bytes: usize,
     decoder: Decoder,
     follow: bool,
     done: bool,
@@ -844,11 +875,7 @@ impl ReplayState {
         if pending == 0 && acks == 0 {
             self.done = !self.follow;
         } else if pending > 0 && waiting == 0 {
-            self.messages = self
-                .consumer
-                .messages()
-                .await
-                .map_err(|e| Error::nats("replay", e))?;
+            self.messages = pull(&self.consumer, self.batch_bytes).await?;
         }
         Ok(())
     }

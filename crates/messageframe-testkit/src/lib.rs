@@ -30,7 +30,7 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -39,8 +39,16 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+mod auth;
 mod chromium;
+mod netns;
+mod proxy;
+mod tls;
+pub use auth::{NkeyUser, Operator};
 pub use chromium::Chromium;
+pub use netns::{netns_available, NetnsCluster, SKIP_NETNS};
+pub use proxy::Proxy;
+pub use tls::Certificates;
 
 /// How long a server may take to say it is ready.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -66,6 +74,7 @@ pub struct ServerOptions {
     mqtt: bool,
     max_payload: Option<usize>,
     authorization: Option<Authorization>,
+    tls: Option<Tls>,
 }
 
 /// How clients must authenticate.
@@ -73,6 +82,19 @@ pub struct ServerOptions {
 enum Authorization {
     UserPassword(String, String),
     Token(String),
+    /// Users by NKey public key.
+    Nkey(String),
+    /// Decentralized authentication: the configuration lines.
+    Operator(String),
+}
+
+/// TLS files and whether client certificates are required.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Tls {
+    cert: PathBuf,
+    key: PathBuf,
+    ca: PathBuf,
+    verify: bool,
 }
 
 impl ServerOptions {
@@ -120,6 +142,35 @@ impl ServerOptions {
     #[must_use]
     pub fn token(mut self, token: &str) -> Self {
         self.authorization = Some(Authorization::Token(token.to_owned()));
+        self
+    }
+
+    /// Clients must sign the server's challenge with this user's NKey.
+    #[must_use]
+    pub fn nkey_user(mut self, user: &NkeyUser) -> Self {
+        self.authorization = Some(Authorization::Nkey(user.public_key()));
+        self
+    }
+
+    /// Decentralized authentication: the server trusts `operator`, and
+    /// clients log in with its user's `.creds`.
+    #[must_use]
+    pub fn operator(mut self, operator: &Operator) -> Self {
+        self.authorization = Some(Authorization::Operator(operator.server_config()));
+        self
+    }
+
+    /// TLS on the client port with `certs`' server certificate; with
+    /// `verify`, clients must present a certificate signed by its CA.
+    #[must_use]
+    pub fn tls(mut self, certs: &Certificates, verify: bool) -> Self {
+        let (cert, key) = certs.server();
+        self.tls = Some(Tls {
+            cert,
+            key,
+            ca: certs.ca(),
+            verify,
+        });
         self
     }
 }
@@ -330,7 +381,21 @@ impl NatsServer {
             Some(Authorization::Token(token)) => {
                 let _ = writeln!(c, "authorization {{ token: {token} }}");
             }
+            Some(Authorization::Nkey(key)) => {
+                let _ = writeln!(c, "authorization {{ users: [ {{ nkey: {key} }} ] }}");
+            }
+            Some(Authorization::Operator(lines)) => c.push_str(lines),
             None => {}
+        }
+        if let Some(tls) = &self.options.tls {
+            let _ = writeln!(
+                c,
+                "tls {{ cert_file: {}, key_file: {}, ca_file: {}, verify: {}, timeout: 5 }}",
+                quoted(&tls.cert),
+                quoted(&tls.key),
+                quoted(&tls.ca),
+                tls.verify
+            );
         }
         if self.options.jetstream {
             let _ = writeln!(
@@ -537,8 +602,13 @@ fn reserve_port() -> u16 {
 
 /// A bounded HTTP/1.0 GET on 127.0.0.1: the status and the body.
 fn http_get(port: u16, path: &str) -> (Option<u16>, String) {
+    http_get_at(SocketAddr::from((Ipv4Addr::LOCALHOST, port)), path)
+}
+
+/// A bounded HTTP/1.0 GET: the status and the body.
+fn http_get_at(addr: SocketAddr, path: &str) -> (Option<u16>, String) {
     let attempt = || -> std::io::Result<String> {
-        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port))?;
+        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
         stream.set_read_timeout(Some(Duration::from_secs(2)))?;
         stream.set_write_timeout(Some(Duration::from_secs(2)))?;
         write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;

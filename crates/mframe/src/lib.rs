@@ -15,6 +15,7 @@ mod failure;
 mod input;
 mod json_in;
 mod json_out;
+mod plural;
 mod pretty;
 
 pub use cli::main;

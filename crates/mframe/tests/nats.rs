@@ -294,7 +294,7 @@ fn sub_prints_like_dump_and_pub_publishes_stdin_as_it_arrives() {
     assert!(json.wait().success());
     assert!(json
         .stderr_text()
-        .ends_with("sub: stopped: 1 frames, 0 malformed payloads skipped"));
+        .ends_with("sub: stopped: 1 frame, 0 malformed payloads skipped"));
 }
 
 #[test]
@@ -337,7 +337,7 @@ fn a_malformed_payload_is_reported_with_its_subject_and_sub_goes_on() {
     assert!(bad[0].ends_with("(skipped)"), "{err}");
     assert!(bad[1].contains("truncated"), "{err}");
     assert!(
-        bad[2].contains("sub: stopped: 1 frames, 2 malformed payloads skipped"),
+        bad[2].contains("sub: stopped: 1 frame, 2 malformed payloads skipped"),
         "{err}"
     );
 }
@@ -587,6 +587,19 @@ fn sub_reports_a_server_restart_and_frames_flow_again() {
     sub.signal("TERM");
     assert!(sub.wait().success());
     assert!(sub.stdout_rest().len() <= 1);
+    // The cause of the failed attempts, once (issue 24: "client error:
+    // nats: IO error" ten times, no cause); the count with the
+    // reconnection.
+    let err = sub.stderr_text();
+    assert_eq!(
+        err.matches("nats: cannot reconnect: nats://127.0.0.1:")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("Connection refused"), "{err}");
+    assert!(!err.contains("client error"), "{err}");
+    assert!(err.contains("failed before)"), "{err}");
 }
 
 #[test]

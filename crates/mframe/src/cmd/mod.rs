@@ -1,20 +1,29 @@
 //! One module per subcommand. `relay` is public: the benchmark harness runs
 //! the relay in process. The NATS commands (`pub` in `publish`, `sub` in
 //! `subscribe`, `record`, `replay`) share `nats` (URLs, prefix, filters,
-//! connecting) and `sink` (where frames go: dump's JSON, a file, NATS).
+//! connecting, credentials, TLS), `sink` (where frames go: dump's JSON, a
+//! file, NATS), `output` (the queue to stdout or a file, bounded in bytes,
+//! and its writer thread), `stop` (Ctrl-C and SIGTERM: the report, always,
+//! within a second or two) and `events` (connection events on stderr,
+//! rate-limited).
 //! `view` serves a live web page of every parameter (its own directory).
 
+pub(crate) mod confirm;
+pub(crate) mod delivery;
 pub(crate) mod dump;
 pub(crate) mod encode;
+pub(crate) mod events;
 pub(crate) mod header;
 pub(crate) mod listen;
 pub(crate) mod nats;
+pub(crate) mod output;
 pub(crate) mod publish;
 pub(crate) mod record;
 pub mod relay;
 pub(crate) mod replay;
 pub(crate) mod send;
 pub(crate) mod sink;
+pub(crate) mod stop;
 pub(crate) mod subscribe;
 pub(crate) mod validate;
 pub(crate) mod view;

@@ -9,9 +9,9 @@
 //! line into its calls and its errors into `Failure`s.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use bytes::Bytes;
 use clap::Args;
 use futures_util::StreamExt;
 use messageframe_nats::async_nats::jetstream::context::GetStreamErrorKind;
@@ -19,15 +19,12 @@ use messageframe_nats::async_nats::jetstream::{self, ErrorCode};
 use messageframe_nats::async_nats::{ConnectOptions, ServerAddr};
 use messageframe_nats::{Archive, ArchiveConfig, Client, Filter, Subjects};
 
-use crate::failure::{status, Failure};
+use super::events::EventLog;
+use crate::failure::Failure;
 
 /// The subject prefix when `--prefix` is not given: frames go on
 /// `frames.<target>.<message_type>.<source>`.
 pub(crate) const DEFAULT_PREFIX: &str = "frames";
-
-/// How long `pub` and `replay --to` wait, at the end, for the server to
-/// confirm that it has every frame sent.
-const CONFIRM_WITHIN: Duration = Duration::from_secs(10);
 
 /// One or more server URLs (a cluster's servers, comma-separated), checked
 /// when the command line is parsed.
@@ -41,20 +38,33 @@ impl Servers {
         self.addrs.len()
     }
 
+    /// Each server as shown (no credentials), with its host and port.
+    pub(crate) fn endpoints(&self) -> Vec<(String, String, u16)> {
+        self.addrs
+            .iter()
+            .map(|a| {
+                let shown = Servers {
+                    addrs: vec![a.clone()],
+                };
+                (shown.to_string(), a.host().to_owned(), a.port())
+            })
+            .collect()
+    }
+
     /// The credentials of the first URL that has some.
-    fn credentials(&self) -> Option<Credentials> {
+    fn credentials(&self) -> Option<Login> {
         let addr = self.addrs.iter().find(|a| a.username().is_some())?;
         let user = percent_decode(addr.username().unwrap_or_default());
         Some(match addr.password() {
-            Some(password) => Credentials::UserPassword(user, percent_decode(password)),
-            None => Credentials::Token(user),
+            Some(password) => Login::UserPassword(user, percent_decode(password)),
+            None => Login::Token(user),
         })
     }
 }
 
-/// What a URL says to log in with.
+/// A user and password, or a token: from a URL or from the environment.
 #[derive(Debug, PartialEq, Eq)]
-enum Credentials {
+enum Login {
     UserPassword(String, String),
     Token(String),
 }
@@ -104,39 +114,104 @@ impl fmt::Display for Servers {
     }
 }
 
-/// clap's parser for `nats://HOST:PORT` (or `tls://`; several joined by
-/// commas). The scheme is required: a bare `host:port` would be taken for a
-/// file name by `replay`, and `nats://` says what the argument is.
+/// A URL (or a comma-separated list of them) as it may be shown: whatever
+/// stands before an `@` in a URL's authority (`user:password`, a token) is
+/// replaced by `***` (`user:***` when a user name is there). Every message
+/// about a URL the user typed goes through this, so that a malformed URL
+/// never echoes its password.
+pub(crate) fn redact(text: &str) -> String {
+    text.split(',')
+        .map(|url| {
+            let (scheme, rest) = match url.split_once("://") {
+                Some((scheme, rest)) => (Some(scheme), rest),
+                None => (None, url),
+            };
+            let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            let shown = match authority.rsplit_once('@') {
+                Some((userinfo, host)) => match userinfo.split_once(':') {
+                    Some((user, _)) => format!("{user}:***@{host}"),
+                    None => format!("***@{host}"),
+                },
+                None => authority.to_owned(),
+            };
+            match scheme {
+                Some(scheme) => format!("{scheme}://{shown}{path}"),
+                None => format!("{shown}{path}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Parses `nats://HOST:PORT` (or `tls://`; several joined by commas). The
+/// scheme is required: a bare `host:port` would be taken for a file name by
+/// `replay`, and `nats://` says what the argument is. Errors name the URL
+/// redacted ([`redact`]).
 pub(crate) fn parse_servers(text: &str) -> Result<Servers, String> {
     let mut addrs = Vec::new();
     for url in text.split(',') {
         let url = url.trim();
+        let shown = redact(url);
         let Some((scheme, rest)) = url.split_once("://") else {
             return Err(format!(
-                "`{url}` is not a NATS URL: expected nats://HOST:PORT (or tls://HOST:PORT)"
+                "`{shown}` is not a NATS URL: expected nats://HOST:PORT (or tls://HOST:PORT)"
             ));
         };
         if scheme != "nats" && scheme != "tls" {
             return Err(format!(
-                "`{url}`: the scheme must be nats:// or tls://, not {scheme}://"
+                "`{shown}`: the scheme must be nats:// or tls://, not {scheme}://"
             ));
         }
-        if rest.is_empty() || rest.starts_with(':') || rest.starts_with('/') {
+        let host_part = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+        if host_part.is_empty() || host_part.starts_with(':') || host_part.starts_with('/') {
             return Err(format!(
-                "`{url}` names no host: expected {scheme}://HOST:PORT"
+                "`{shown}` names no host: expected {scheme}://HOST:PORT"
             ));
         }
-        let addr: ServerAddr = url
-            .parse()
-            .map_err(|e| format!("`{url}` is not a valid NATS URL: {e}"))?;
+        // The URL parser's message never holds the URL, but it is not
+        // ours to promise: only its kind of error is kept.
+        let addr: ServerAddr = url.parse().map_err(|e: std::io::Error| {
+            format!(
+                "`{shown}` is not a valid NATS URL: {}",
+                redact(&e.to_string())
+            )
+        })?;
         if addr.host().is_empty() {
             return Err(format!(
-                "`{url}` names no host: expected {scheme}://HOST:PORT"
+                "`{shown}` names no host: expected {scheme}://HOST:PORT"
             ));
         }
         addrs.push(addr);
     }
     Ok(Servers { addrs })
+}
+
+/// clap's parser for a server URL argument: [`parse_servers`], with an
+/// error that shows the URL redacted. (clap's own "invalid value" message
+/// would print the argument as typed, password included.)
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ServersParser;
+
+impl clap::builder::TypedValueParser for ServersParser {
+    type Value = Servers;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Servers, clap::Error> {
+        let text = value.to_string_lossy();
+        parse_servers(&text).map_err(|reason| {
+            let arg = arg.map_or_else(|| "URL".to_owned(), ToString::to_string);
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value '{}' for '{arg}': {reason}\n", redact(&text)),
+            )
+            .with_cmd(cmd)
+        })
+    }
 }
 
 /// clap's parser for `--prefix`: the library's rules (`Subjects::new`).
@@ -162,7 +237,7 @@ pub(crate) fn parse_name(name: &str) -> Result<String, String> {
 }
 
 /// clap's parser for `--connect-timeout`: seconds, fractions allowed.
-fn parse_seconds(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
     let seconds: f64 = text
         .parse()
         .map_err(|_| format!("`{text}` is not a number of seconds"))?;
@@ -177,10 +252,12 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 pub(crate) struct Server {
     /// The NATS server: nats://HOST:PORT (tls:// for TLS; several
     /// servers of a cluster separated by commas).
-    #[arg(value_name = "URL", value_parser = parse_servers)]
+    #[arg(value_name = "URL", value_parser = ServersParser)]
     pub(crate) url: Servers,
     #[command(flatten)]
     pub(crate) options: Connection,
+    #[command(flatten)]
+    pub(crate) auth: Auth,
 }
 
 /// The prefix and the connect timeout, apart from the URL (`replay` takes
@@ -226,25 +303,165 @@ impl FilterArgs {
     }
 }
 
+/// How to log in and what TLS to use: `--creds`, `--nkey`, `--tls-*`; and,
+/// from the environment, `NATS_USER` with `NATS_PASSWORD`, or `NATS_TOKEN`
+/// (never on the command line, where `ps` shows them).
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct Auth {
+    /// Log in with this NATS credentials file (.creds: a user JWT and its
+    /// NKey seed, as `nsc` writes them). A user and password can come from
+    /// NATS_USER and NATS_PASSWORD, a token from NATS_TOKEN.
+    #[arg(long, value_name = "FILE", conflicts_with = "nkey", value_parser = readable_file)]
+    pub(crate) creds: Option<PathBuf>,
+    /// Log in with the NKey seed (`SU…`) in this file: the server's
+    /// challenge is signed with it, the seed never leaves the machine.
+    #[arg(long, value_name = "FILE", value_parser = readable_file)]
+    pub(crate) nkey: Option<PathBuf>,
+    /// Trust servers whose certificate is signed by this CA (PEM) instead of
+    /// the system's CAs; implies TLS.
+    #[arg(long, value_name = "FILE", value_parser = readable_file)]
+    pub(crate) tls_ca: Option<PathBuf>,
+    /// Present this client certificate (PEM) to the server; implies TLS
+    /// (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key", value_parser = readable_file)]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert", value_parser = readable_file)]
+    pub(crate) tls_key: Option<PathBuf>,
+}
+
+/// The environment variables that hold a user and password or a token
+/// (the names the `nats` CLI reads).
+pub(crate) const ENV_USER: &str = "NATS_USER";
+/// See [`ENV_USER`].
+pub(crate) const ENV_PASSWORD: &str = "NATS_PASSWORD";
+/// See [`ENV_USER`].
+pub(crate) const ENV_TOKEN: &str = "NATS_TOKEN";
+
+/// clap's check that a file named by an option can be read, so that a
+/// typo is an error at once (exit 2), not a TLS failure later.
+fn readable_file(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    std::fs::File::open(&path)
+        .map(|_| path)
+        .map_err(|e| format!("cannot read `{text}`: {e}"))
+}
+
+impl Auth {
+    fn uses_tls(&self) -> bool {
+        self.tls_ca.is_some() || self.tls_cert.is_some()
+    }
+
+    /// The login from the environment, if any.
+    fn from_env() -> Result<Option<Login>, Failure> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        match (var(ENV_USER), var(ENV_PASSWORD), var(ENV_TOKEN)) {
+            (None, None, None) => Ok(None),
+            (Some(user), Some(password), None) => Ok(Some(Login::UserPassword(user, password))),
+            (None, None, Some(token)) => Ok(Some(Login::Token(token))),
+            (Some(_), None, None) => Err(Failure::Usage(format!(
+                "{ENV_USER} is set but {ENV_PASSWORD} is not: set both, or neither"
+            ))),
+            (None, Some(_), None) => Err(Failure::Usage(format!(
+                "{ENV_PASSWORD} is set but {ENV_USER} is not: set both, or neither"
+            ))),
+            (_, _, Some(_)) => Err(Failure::Usage(format!(
+                "{ENV_TOKEN} and {ENV_USER}/{ENV_PASSWORD} are both set: set one way to log in"
+            ))),
+        }
+    }
+
+    /// Applies the credentials and TLS settings: `--creds` or `--nkey`
+    /// first, else a user/password or token in the URL, else the
+    /// environment's. Errors never hold a secret.
+    async fn apply(
+        &self,
+        mut options: ConnectOptions,
+        url: &Servers,
+    ) -> Result<ConnectOptions, Failure> {
+        if let Some(path) = &self.creds {
+            options = options.credentials_file(path).await.map_err(|e| {
+                Failure::Bad(format!(
+                    "cannot use the credentials file {}: {}",
+                    path.display(),
+                    e.kind()
+                ))
+            })?;
+        } else if let Some(path) = &self.nkey {
+            let seed = std::fs::read_to_string(path)
+                .map_err(|e| Failure::Bad(format!("cannot read {}: {e}", path.display())))?;
+            // A seed file may hold comments (as nsc writes them): the seed
+            // is the line that starts with `SU`.
+            let seed = seed
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("SU"))
+                .ok_or_else(|| {
+                    Failure::Bad(format!(
+                        "{}: no user NKey seed (a line starting with SU) in the file",
+                        path.display()
+                    ))
+                })?;
+            options = options.nkey(seed.to_owned());
+        } else {
+            let login = match url.credentials() {
+                Some(login) => Some(login),
+                None => Auth::from_env()?,
+            };
+            // async-nats does not read credentials from URLs; they are
+            // passed on here, as other NATS clients do: `user:password@` or
+            // `token@`.
+            options = match login {
+                Some(Login::UserPassword(user, password)) => {
+                    options.user_and_password(user, password)
+                }
+                Some(Login::Token(token)) => options.token(token),
+                None => options,
+            };
+        }
+        if let Some(ca) = &self.tls_ca {
+            options = options.add_root_certificates(ca.clone());
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            options = options.add_client_certificate(cert.clone(), key.clone());
+        }
+        if self.uses_tls() {
+            options = options.require_tls(true);
+        }
+        Ok(options)
+    }
+}
+
+/// The client's buffer of messages per subscription, in messages (async-nats
+/// counts messages, not bytes). mframe takes each message out as it comes,
+/// without decoding it, and bounds what waits for stdout in bytes
+/// (`--max-pending`); this buffer only fills if mframe itself cannot run.
+const SUBSCRIPTION_CAPACITY: usize = 4096;
+
 /// Connects to `url` under `connection.prefix`, within the connect timeout
 /// per server: an unreachable or silent server is an error, never a hang.
+/// Credentials from the URL or the environment only (`view`).
 pub(crate) async fn connect(
     url: &Servers,
     connection: &Connection,
     command: &str,
 ) -> Result<Client, Failure> {
+    connect_with(url, connection, &Auth::default(), command).await
+}
+
+/// [`connect`] with `--creds`, `--nkey` and TLS options.
+pub(crate) async fn connect_with(
+    url: &Servers,
+    connection: &Connection,
+    auth: &Auth,
+    command: &str,
+) -> Result<Client, Failure> {
     let timeout = connection.connect_timeout;
-    let mut options = ConnectOptions::new()
+    let options = ConnectOptions::new()
         .name(format!("mframe {command}"))
-        .connection_timeout(timeout);
-    // async-nats does not read credentials from URLs; they are passed on
-    // here, as other NATS clients do: `user:password@` or `token@`.
-    if let Some(credentials) = url.credentials() {
-        options = match credentials {
-            Credentials::UserPassword(user, password) => options.user_and_password(user, password),
-            Credentials::Token(token) => options.token(token),
-        };
-    }
+        .connection_timeout(timeout)
+        .subscription_capacity(SUBSCRIPTION_CAPACITY);
+    let options = auth.apply(options, url).await?;
     // async-nats bounds each TCP connect by the timeout, but not the name
     // lookup nor a server that accepts and never says hello: the whole
     // first connection is bounded here.
@@ -252,7 +469,10 @@ pub(crate) async fn connect(
     let connecting = Client::connect_with(options, url.addrs.clone(), &connection.prefix);
     match tokio::time::timeout(bound, connecting).await {
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(Failure::Bad(format!("cannot connect to {url}: {e}"))),
+        Ok(Err(e)) => Err(Failure::Bad(format!(
+            "cannot connect to {url}: {}",
+            explain_connect(&e)
+        ))),
         Err(_) => Err(Failure::Bad(format!(
             "cannot connect to {url}: no NATS server answered within {} s (--connect-timeout)",
             timeout.as_secs_f64()
@@ -260,16 +480,39 @@ pub(crate) async fn connect(
     }
 }
 
+/// The library's connect error, with its causes (async-nats' own message
+/// stops at the kind: "IO error"), and what to do about a refused login.
+fn explain_connect(e: &messageframe_nats::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e).and_then(std::error::Error::source);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    if text.contains("authorization violation") {
+        text.push_str(&format!(
+            " (check the user and password or token: in the URL, or in {ENV_USER}/{ENV_PASSWORD} \
+             or {ENV_TOKEN}; or --creds / --nkey)"
+        ));
+    }
+    text
+}
+
 /// Prints the client's connection events on stderr (disconnections,
-/// reconnections, failed attempts) while the returned guard lives: for the
-/// commands that have no subscription to carry them. The guard goes before
-/// the client, so that the command's own closing of the connection is not
-/// reported.
-pub(crate) fn print_events(client: &Client) -> EventPrinter {
+/// reconnections and their cause, rate-limited: [`EventLog`]) while the
+/// returned guard lives: for the commands that have no subscription to
+/// carry them. The guard goes before the client, so that the command's own
+/// closing of the connection is not reported.
+pub(crate) fn print_events(client: &Client, url: &Servers) -> EventPrinter {
     let mut events = client.events();
+    let mut log = EventLog::new(url);
     EventPrinter(tokio::spawn(async move {
         while let Some(event) = events.next().await {
-            status(format_args!("nats: {event}"));
+            log.log(&event);
         }
     }))
 }
@@ -281,38 +524,6 @@ impl Drop for EventPrinter {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-/// Waits until the server has processed everything this client sent (a
-/// message to a fresh inbox of its own comes back), at most 10 s: core
-/// NATS has no acknowledgement, and `flush` only empties the socket buffer.
-/// After this, every frame published before it has reached the server and
-/// been passed on to the subscribers it had.
-pub(crate) async fn confirm(client: &Client) -> Result<bool, Failure> {
-    let nats = client.nats();
-    let inbox = nats.new_inbox();
-    let failed = |e: &dyn fmt::Display| Failure::Bad(format!("cannot confirm delivery: {e}"));
-    let mut echo = nats
-        .subscribe(inbox.clone())
-        .await
-        .map_err(|e| failed(&e))?;
-    nats.publish(inbox, Bytes::new())
-        .await
-        .map_err(|e| failed(&e))?;
-    nats.flush().await.map_err(|e| failed(&e))?;
-    Ok(matches!(
-        tokio::time::timeout(CONFIRM_WITHIN, echo.next()).await,
-        Ok(Some(_))
-    ))
-}
-
-/// The message when [`confirm`] times out.
-pub(crate) fn unconfirmed(frames: u64, url: &Servers) -> Failure {
-    Failure::Bad(format!(
-        "{url}: {frames} frames were sent but the server did not confirm receiving them \
-         within {} s (connection lost?): some may not have arrived",
-        CONFIRM_WITHIN.as_secs()
-    ))
 }
 
 /// The JetStream stream `name` if the server has one (`None` if not).
@@ -378,13 +589,10 @@ mod tests {
         let servers = parse_servers("nats://a:4222,nats://us%40er:p%25ss%3a@b:4222").unwrap();
         assert_eq!(
             servers.credentials(),
-            Some(Credentials::UserPassword("us@er".into(), "p%ss:".into()))
+            Some(Login::UserPassword("us@er".into(), "p%ss:".into()))
         );
         let token = parse_servers("tls://s3cret@host").unwrap();
-        assert_eq!(
-            token.credentials(),
-            Some(Credentials::Token("s3cret".into()))
-        );
+        assert_eq!(token.credentials(), Some(Login::Token("s3cret".into())));
         assert_eq!(parse_servers("nats://host").unwrap().credentials(), None);
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz%4"), "%zz%4");

@@ -16,13 +16,20 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+
 use clap::Args;
-use messageframe_nats::ArchiveConfig;
+use messageframe_nats::{ArchiveConfig, RawFrame};
+use tokio::runtime::Runtime;
 
 use super::nats::{self, FilterArgs, Server};
+use super::output::Output;
 use super::sink::FrameFile;
-use super::subscribe::{receive, Subscribe};
+use super::stop::Stop;
+use super::subscribe::{receive, PendingArgs, Subscribe, Written};
 use crate::failure::{status, Failure};
+use crate::plural::count;
 
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("into").required(true).args(["output", "stream"])))]
@@ -37,6 +44,8 @@ pub(crate) struct RecordArgs {
     /// Stop after N frames (with -o).
     #[arg(long, value_name = "N", requires = "output")]
     count: Option<u64>,
+    #[command(flatten)]
+    pending: PendingArgs,
     /// Record into the JetStream stream NAME (created if absent), which
     /// captures every frame under the prefix; returns at once, the server
     /// records.
@@ -94,45 +103,70 @@ pub(crate) fn run(args: &RecordArgs) -> Result<(), Failure> {
     match (&args.output, &args.stream) {
         (Some(path), _) => {
             // Before connecting: an unwritable path fails at once.
-            let mut file = FrameFile::create(path)?;
-            rt.block_on(to_file(args, &mut file))
+            let file = FrameFile::create(path)?;
+            to_file(&rt, args, file)
         }
         (None, Some(name)) => rt.block_on(to_stream(args, name)),
         (None, None) => unreachable!("clap requires -o or --stream"),
     }
 }
 
-async fn to_file(args: &RecordArgs, file: &mut FrameFile) -> Result<(), Failure> {
-    let url = &args.server.url;
-    let client = nats::connect(url, &args.server.options, "record").await?;
-    let subscription = Subscribe {
-        client: &client,
-        url,
-        command: "record",
-        filter: args.filter.filter(),
-        count: args.count,
-    };
-    let got = receive(
-        subscription,
-        file,
-        |file, _, payload| file.write(payload),
-        FrameFile::flush,
-    )
-    .await?;
-    file.flush()?;
-    status(format_args!(
-        "record: recorded {} frames ({} bytes) to {}, {} malformed payloads skipped",
-        file.frames(),
-        file.bytes(),
-        file.name(),
-        got.malformed
-    ));
-    Ok(())
+fn to_file(rt: &Runtime, args: &RecordArgs, file: FrameFile) -> Result<(), Failure> {
+    let got = Arc::new(Written::default());
+    let stop = Stop::install(rt, got.last_words("record"));
+    let file_name = file.name().to_owned();
+    rt.block_on(async {
+        let url = &args.server.url;
+        let client =
+            nats::connect_with(url, &args.server.options, &args.server.auth, "record").await?;
+        let written = got.clone();
+        let limit = args.count;
+        let file = Arc::new(Mutex::new(file));
+        let writer = file.clone();
+        let flusher = file.clone();
+        let output = Output::start(
+            args.pending.max_pending,
+            Box::new(move |raw: &RawFrame| {
+                if written.check(raw, "record").is_none() {
+                    return Ok(true);
+                }
+                let mut file = writer.lock().unwrap_or_else(PoisonError::into_inner);
+                file.write(raw.payload())?;
+                written
+                    .bytes
+                    .fetch_add(raw.payload().len() as u64, Ordering::Relaxed);
+                Ok(written.wrote(limit))
+            }),
+            Box::new(move || {
+                flusher
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .flush()
+            }),
+        );
+        let subscription = Subscribe {
+            client: &client,
+            url,
+            command: "record",
+            filter: args.filter.filter(),
+            stop: &stop,
+        };
+        let result = receive(subscription, output, &got).await;
+        stop.finished();
+        result?;
+        status(format_args!(
+            "record: recorded {} ({} bytes) to {file_name}{}",
+            count(got.frames.load(Ordering::Relaxed), "frame"),
+            got.bytes.load(Ordering::Relaxed),
+            got.skipped()
+        ));
+        Ok(())
+    })
 }
 
 async fn to_stream(args: &RecordArgs, name: &str) -> Result<(), Failure> {
     let url = &args.server.url;
-    let client = nats::connect(url, &args.server.options, "record").await?;
+    let client = nats::connect_with(url, &args.server.options, &args.server.auth, "record").await?;
     let captures = client.subjects().all();
     let existed = nats::find_stream(&client, name, url).await?.is_some();
     let mut config = ArchiveConfig::new(name);
@@ -177,8 +211,11 @@ async fn to_stream(args: &RecordArgs, name: &str) -> Result<(), Failure> {
         "no frames".to_owned()
     } else {
         format!(
-            "{} frames ({} bytes), sequences {}..={}",
-            state.frames, state.bytes, state.first_sequence, state.last_sequence
+            "{} ({} bytes), sequences {}..={}",
+            count(state.frames, "frame"),
+            state.bytes,
+            state.first_sequence,
+            state.last_sequence
         )
     };
     status(format_args!(

@@ -21,19 +21,24 @@
 //! stream, `--to` needs a `--to-prefix` outside the recorded prefix.
 
 use std::path::PathBuf;
-use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use clap::Args;
 use futures_util::{FutureExt, StreamExt};
 use messageframe::Decoder;
-use messageframe_nats::{Error, Replay, ReplayOptions};
+use messageframe_nats::{Error, Filter, Recorded, Replay, ReplayOptions};
 
 use super::dump::Style;
-use super::nats::{self, Connection, FilterArgs, Servers};
+use super::nats::{self, Auth, Connection, FilterArgs, Servers, ServersParser};
+use super::output::{self, Output};
 use super::sink::{self, FrameFile, JsonOut, PaceArg, Payload, Publisher, Sink};
+use super::stop::Stop;
+use super::subscribe::{passes, Written};
 use crate::failure::{status, Failure};
 use crate::input::Input;
+use crate::plural::count;
 
 /// How long the server keeps the command's own durable consumer once
 /// nobody reads through it (when mframe was killed before deleting it).
@@ -50,6 +55,8 @@ pub(crate) struct ReplayArgs {
     stream: Option<String>,
     #[command(flatten)]
     connection: Connection,
+    #[command(flatten)]
+    auth: Auth,
     /// Read through the durable consumer D, kept on the server: a later
     /// replay under D resumes after the last frame handed out (with the
     /// options D was created with).
@@ -74,7 +81,7 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_enum, default_value = "fast")]
     pace: PaceArg,
     /// Publish the frames to this NATS server instead of printing them.
-    #[arg(long, value_name = "URL", value_parser = nats::parse_servers,
+    #[arg(long, value_name = "URL", value_parser = ServersParser,
           conflicts_with_all = ["output", "with_data", "pretty"])]
     to: Option<Servers>,
     /// The prefix to publish under with --to (from a file, --prefix also
@@ -91,6 +98,11 @@ pub(crate) struct ReplayArgs {
     /// Print a view for people instead of JSON.
     #[arg(long)]
     pretty: bool,
+    /// From a stream to stdout or a file: at most this many bytes of frames
+    /// wait to be written (and the server is asked for no more meanwhile).
+    #[arg(long, value_name = "BYTES", default_value_t = output::DEFAULT_MAX_PENDING,
+          value_parser = clap::value_parser!(u64).range(1..=(u32::MAX as u64)))]
+    max_pending: u64,
 }
 
 /// `--from-time`.
@@ -117,6 +129,11 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<(), Failure> {
         (_, None) => None,
     };
     let rt = super::runtime()?;
+    // The sink's subscription is dropped last, inside the runtime (it
+    // unsubscribes from a task).
+    let _runtime = rt.enter();
+    let got = Arc::new(Written::default());
+    let stop = Stop::install(&rt, got.last_words("replay"));
     let mut sink = match &args.output {
         Some(path) => Sink::File(FrameFile::create(path)?),
         None => match (&args.to, &to_prefix) {
@@ -125,16 +142,19 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<(), Failure> {
                     prefix: prefix.clone(),
                     connect_timeout: args.connection.connect_timeout,
                 };
-                let client = nats::connect(url, &connection, "replay").await?;
-                Ok::<_, Failure>(Sink::Nats(Box::new(Publisher::new(client, url.clone()))))
+                let client = nats::connect_with(url, &connection, &args.auth, "replay").await?;
+                let publisher = Publisher::new(client, url.clone()).await?;
+                Ok::<_, Failure>(Sink::Nats(Box::new(publisher)))
             })?,
             _ => Sink::Json(JsonOut::new(Style::new(args.with_data, args.pretty))),
         },
     };
-    match &args.stream {
-        Some(name) => rt.block_on(from_stream(args, name, &mut sink)),
-        None => from_file(&rt, args, &mut sink),
-    }
+    let result = match &args.stream {
+        Some(name) => rt.block_on(from_stream(args, name, sink, &stop, &got)),
+        None => from_file(&rt, args, &mut sink, &stop, &got),
+    };
+    stop.finished();
+    result
 }
 
 /// The destination prefix of a replay from a stream: given, and outside the
@@ -169,27 +189,50 @@ fn from_file(
     rt: &tokio::runtime::Runtime,
     args: &ReplayArgs,
     sink: &mut Sink,
+    stop: &Stop,
+    got: &Written,
 ) -> Result<(), Failure> {
     if let Some(source) = &args.origin {
         if looks_like_url(source) {
             return Err(Failure::Usage(format!(
-                "`{source}` is a server: replaying from JetStream needs --stream NAME"
+                "`{}` is a server: replaying from JetStream needs --stream NAME",
+                nats::redact(source)
             )));
         }
     }
     let input = Input::new(args.origin.as_deref().map(PathBuf::from));
-    let played = sink::play_input(rt, &input, args.filter.filter(), args.pace, sink)?;
+    // Frames handed on so far, for the report if a signal comes while
+    // stdout is blocked.
+    let played = sink::play_input(
+        rt,
+        &input,
+        args.filter.filter(),
+        args.pace,
+        sink,
+        Some((stop, &got.frames)),
+    )?;
     status(format_args!(
-        "replay: replayed {} of {} frames from {} to {}",
+        "replay: replayed {} of {} from {} to {}{}",
         played.played,
-        played.read,
+        count(played.read, "frame"),
         input.name(),
-        sink.describe()
+        sink.describe(),
+        if played.interrupted {
+            " (interrupted: the rest of the input was not read)"
+        } else {
+            ""
+        }
     ));
     Ok(())
 }
 
-async fn from_stream(args: &ReplayArgs, name: &str, sink: &mut Sink) -> Result<(), Failure> {
+async fn from_stream(
+    args: &ReplayArgs,
+    name: &str,
+    sink: Sink,
+    stop: &Stop,
+    got: &Arc<Written>,
+) -> Result<(), Failure> {
     let url = match &args.origin {
         Some(source) => nats::parse_servers(source).map_err(Failure::Usage)?,
         None => {
@@ -198,8 +241,8 @@ async fn from_stream(args: &ReplayArgs, name: &str, sink: &mut Sink) -> Result<(
             )))
         }
     };
-    let client = nats::connect(&url, &args.connection, "replay").await?;
-    let _events = nats::print_events(&client);
+    let client = nats::connect_with(&url, &args.connection, &args.auth, "replay").await?;
+    let _events = nats::print_events(&client, &url);
     let archive = nats::open_archive(&client, name, &url).await?;
 
     let (durable, own) = match &args.durable {
@@ -214,8 +257,9 @@ async fn from_stream(args: &ReplayArgs, name: &str, sink: &mut Sink) -> Result<(
             )
         }
     };
+    let filter = args.filter.filter();
     let mut options = ReplayOptions::new(&durable)
-        .filter(args.filter.filter())
+        .filter(filter)
         .pace(args.pace.into())
         .follow(args.follow);
     if let Some(seq) = args.from_seq {
@@ -227,10 +271,11 @@ async fn from_stream(args: &ReplayArgs, name: &str, sink: &mut Sink) -> Result<(
     if own {
         options = options.inactive_threshold(OWN_DURABLE_IDLE);
     }
+    let mut to = Destination::new(sink, args.max_pending, got);
     let replay = archive.replay(options).await;
     let created = replay.is_ok();
     let played = match replay {
-        Ok(replay) => play_stream(replay, name, sink).await,
+        Ok(replay) => play_stream(replay, name, filter, &mut to, stop, got).await,
         Err(e) => Err(Failure::Bad(format!("stream `{name}`: {e}"))),
     };
     if own && created {
@@ -241,45 +286,138 @@ async fn from_stream(args: &ReplayArgs, name: &str, sink: &mut Sink) -> Result<(
             ));
         }
     }
-    let finished = sink.finish().await;
-    let (first, last, malformed) = played?;
+    let (finished, described) = to.finish(got).await;
+    let (first, last) = played?;
     finished?;
     let range = match (first, last) {
         (Some(first), Some(last)) => format!(" (sequences {first}..={last})"),
         _ => String::new(),
     };
     status(format_args!(
-        "replay: replayed {} frames{range} from stream `{name}` to {}, {malformed} malformed payloads skipped",
-        sink.frames(),
-        sink.describe()
+        "replay: replayed {}{range} from stream `{name}` to {described}{}",
+        count(got.frames.load(Ordering::Relaxed), "frame"),
+        got.skipped()
     ));
     Ok(())
 }
 
-/// Reads the replay into the sink until its end (or Ctrl-C / SIGTERM);
-/// returns the first and last sequence numbers played and the malformed
-/// payloads skipped.
+/// Where a replay from a stream goes: stdout or a file through the queue
+/// bounded in bytes (a slow reader slows the replay: nothing is fetched
+/// beyond the queue, nothing lost), or NATS.
+enum Destination {
+    Output {
+        output: Output<Recorded>,
+        describe: String,
+    },
+    Nats(Sink),
+}
+
+impl Destination {
+    fn new(sink: Sink, max_pending: u64, got: &Arc<Written>) -> Destination {
+        if let Sink::Nats(_) = sink {
+            return Destination::Nats(sink);
+        }
+        let describe = sink.describe();
+        let file_name = describe.clone();
+        let decoder = Decoder::new();
+        let written = got.clone();
+        let shared = Arc::new(Mutex::new(sink));
+        let flusher = shared.clone();
+        let output = Output::start(
+            max_pending,
+            Box::new(move |recorded: &Recorded| {
+                let payload = recorded.payload();
+                let view = match decoder.view(payload) {
+                    Ok(view) => view,
+                    Err(e) => {
+                        written.malformed.fetch_add(1, Ordering::Relaxed);
+                        status(format_args!(
+                            "replay: stream sequence {}, subject `{}`: {e} (skipped)",
+                            recorded.sequence(),
+                            recorded.subject()
+                        ));
+                        return Ok(true);
+                    }
+                };
+                let mut sink = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                match &mut *sink {
+                    Sink::Json(json) => json.write(&view)?,
+                    Sink::File(file) => file.write(payload)?,
+                    Sink::Nats(_) => unreachable!("NATS is not written from this thread"),
+                }
+                written
+                    .bytes
+                    .fetch_add(payload.len() as u64, Ordering::Relaxed);
+                Ok(written.wrote(None))
+            }),
+            Box::new(
+                move || match &mut *flusher.lock().unwrap_or_else(PoisonError::into_inner) {
+                    Sink::Json(json) => json.flush(),
+                    Sink::File(file) => file.flush(),
+                    Sink::Nats(_) => Ok(()),
+                },
+            ),
+        );
+        if let Ok(mut counts) = got.counts.lock() {
+            *counts = Some(output.counts());
+        }
+        let _ = file_name;
+        Destination::Output { output, describe }
+    }
+
+    /// Ends the output (bounded) or confirms the publications; where the
+    /// frames went, for the report.
+    async fn finish(self, got: &Written) -> (Result<(), Failure>, String) {
+        match self {
+            Destination::Output { output, describe } => {
+                let (result, unwritten) = output.finish(Duration::from_secs(1));
+                got.unwritten.store(unwritten, Ordering::Relaxed);
+                let describe = match describe.split_once(" (") {
+                    // A file's size is known only now.
+                    Some((file, _)) => {
+                        format!("{file} ({} bytes)", got.bytes.load(Ordering::Relaxed))
+                    }
+                    None => describe,
+                };
+                (result, describe)
+            }
+            Destination::Nats(mut sink) => {
+                let result = sink.finish().await;
+                got.frames.store(sink.frames(), Ordering::Relaxed);
+                (result, sink.describe())
+            }
+        }
+    }
+}
+
+/// Reads the replay into the destination until its end (or Ctrl-C /
+/// SIGTERM); returns the first and last sequence numbers played. Frames
+/// whose header does not pass `filter` (the consumer filtered by subject)
+/// are skipped and counted.
 async fn play_stream(
     mut replay: Replay,
     name: &str,
-    sink: &mut Sink,
-) -> Result<(Option<u64>, Option<u64>, u64), Failure> {
-    let mut shutdown = pin!(super::shutdown_signal());
-    let _ = shutdown.as_mut().now_or_never();
+    filter: Filter,
+    to: &mut Destination,
+    stop: &Stop,
+    got: &Written,
+) -> Result<(Option<u64>, Option<u64>), Failure> {
     let decoder = Decoder::new();
-    let (mut first, mut last, mut malformed) = (None, None, 0);
+    let (mut first, mut last) = (None, None);
     loop {
         let item = match replay.next().now_or_never() {
             Some(item) => {
-                if shutdown.as_mut().now_or_never().is_some() {
+                if stop.requested() {
                     break;
                 }
                 item
             }
             None => {
-                sink.idle().await?;
+                if let Destination::Nats(sink) = to {
+                    sink.idle().await?;
+                }
                 tokio::select! {
-                    () = shutdown.as_mut() => break,
+                    () = stop.wait() => break,
                     item = replay.next() => item,
                 }
             }
@@ -288,35 +426,63 @@ async fn play_stream(
             None => break,
             Some(Ok(recorded)) => recorded,
             Some(Err(e @ Error::Malformed { .. })) => {
-                malformed += 1;
+                got.malformed.fetch_add(1, Ordering::Relaxed);
                 status(format_args!("replay: {e} (skipped)"));
                 continue;
             }
             Some(Err(e)) => return Err(Failure::Bad(format!("stream `{name}`: {e}"))),
         };
         let sequence = recorded.sequence();
-        let payload = recorded.payload();
-        // The replay decoded it already; the view is what the printer and
-        // the checks read.
-        let view = match decoder.view(payload) {
-            Ok(view) => view,
-            Err(e) => {
-                malformed += 1;
+        let header = *recorded.frame().header();
+        if !passes(&filter, &header) {
+            if got.mismatched.fetch_add(1, Ordering::Relaxed) == 0 {
                 status(format_args!(
-                    "replay: stream `{name}`, sequence {sequence}, subject `{}`: {e} (skipped)",
-                    recorded.subject()
+                    "replay: stream sequence {sequence} on subject `{}` has target {}, type {},                      source {} in its header, which the filters do not pass: skipped (later ones                      are counted in the report)",
+                    recorded.subject(),
+                    header.target(),
+                    header.message_type(),
+                    header.source()
                 ));
-                continue;
             }
-        };
-        sink.put(Payload::Shared(payload), &view, || {
-            format!("stream `{name}`, sequence {sequence}")
-        })
-        .await?;
+            continue;
+        }
+        match to {
+            Destination::Output { output, .. } => {
+                let len = recorded.payload().len();
+                let pushed = tokio::select! {
+                    () = stop.wait() => break,
+                    pushed = output.push(recorded, len) => pushed,
+                };
+                if !pushed {
+                    // The writer stopped (an error, said at the end).
+                    break;
+                }
+            }
+            Destination::Nats(sink) => {
+                let payload = recorded.payload();
+                // The replay decoded it already; the view is what the
+                // checks read.
+                let view = match decoder.view(payload) {
+                    Ok(view) => view,
+                    Err(e) => {
+                        got.malformed.fetch_add(1, Ordering::Relaxed);
+                        status(format_args!(
+                            "replay: stream `{name}`, sequence {sequence}, subject `{}`: {e} (skipped)",
+                            recorded.subject()
+                        ));
+                        continue;
+                    }
+                };
+                sink.put(sequence, Payload::Shared(payload), &view, || {
+                    format!("stream `{name}`, sequence {sequence}")
+                })
+                .await?;
+            }
+        }
         first.get_or_insert(sequence);
         last = Some(sequence);
     }
-    Ok((first, last, malformed))
+    Ok((first, last))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -13,10 +14,14 @@ use messageframe::{Decoder, FrameView, Header};
 use messageframe_nats::{Client, Filter, Pace};
 use tokio::runtime::Runtime;
 
+use super::confirm::Confirmer;
+use super::delivery::{Delivery, FrameId};
 use super::dump::Style;
 use super::nats::{self, Servers};
-use crate::failure::{empty_input, frame_error, Failure};
+use super::stop::Stop;
+use crate::failure::{empty_input, frame_error, status, Failure};
 use crate::input::{self, End, Input};
+use crate::plural::count;
 
 /// `--pace`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -163,7 +168,9 @@ impl JsonOut {
 }
 
 /// Frames published to a NATS server, each on the subject of its header
-/// under the client's prefix.
+/// under the client's prefix: on core NATS with checkpoints
+/// ([`Delivery`]), or into JetStream with acknowledgements (`pub
+/// --confirm`, [`Confirmer`]).
 pub(crate) struct Publisher {
     /// Dropped before the client (fields drop in order).
     _events: nats::EventPrinter,
@@ -171,51 +178,155 @@ pub(crate) struct Publisher {
     url: Servers,
     frames: u64,
     bytes: u64,
+    mode: Mode,
+}
+
+enum Mode {
+    Core(Box<Delivery>),
+    Confirmed(Box<Confirmer>),
 }
 
 impl Publisher {
-    pub(crate) fn new(client: Client, url: Servers) -> Publisher {
+    /// Core NATS: checkpoints say which frames the server has.
+    pub(crate) async fn new(client: Client, url: Servers) -> Result<Publisher, Failure> {
+        let delivery = Delivery::new(&client)
+            .await
+            .map_err(|e| Failure::Bad(format!("{url}: {e}")))?;
+        Ok(Publisher::with(client, url, Mode::Core(Box::new(delivery))))
+    }
+
+    /// JetStream: every frame acknowledged, retried until it is or
+    /// `timeout` (the default when `None`) has passed.
+    pub(crate) async fn confirmed(
+        client: Client,
+        url: Servers,
+        timeout: Option<Duration>,
+    ) -> Result<Publisher, Failure> {
+        let confirmer = Confirmer::new(&client, &url, timeout).await?;
+        Ok(Publisher::with(
+            client,
+            url,
+            Mode::Confirmed(Box::new(confirmer)),
+        ))
+    }
+
+    fn with(client: Client, url: Servers, mode: Mode) -> Publisher {
         Publisher {
-            _events: nats::print_events(&client),
+            _events: nats::print_events(&client, &url),
             client,
             url,
             frames: 0,
             bytes: 0,
+            mode,
         }
     }
 
-    /// Publishes one frame; `context` names it in an error (the library's
-    /// message follows: for an oversize frame, the limit and how to raise
-    /// it).
+    /// Publishes one frame; `index` names it if it may be lost (its place
+    /// in the input, or its stream sequence), `context` in an error (the
+    /// library's message follows: for an oversize frame, the limit and how
+    /// to raise it).
     async fn publish(
         &mut self,
+        index: u64,
         payload: Payload<'_>,
+        header: &Header,
         context: impl FnOnce() -> String,
     ) -> Result<(), Failure> {
-        let len = payload.as_slice().len() as u64;
-        self.client
-            .publish_bytes(payload.to_bytes())
-            .await
-            .map_err(|e| Failure::Bad(format!("{}: {e}", context())))?;
+        let len = payload.as_slice().len();
+        let id = FrameId::new(index, header);
+        match &mut self.mode {
+            Mode::Core(delivery) => {
+                let full = delivery.published(&self.client, id, len);
+                self.client
+                    .publish_bytes(payload.to_bytes())
+                    .await
+                    .map_err(|e| Failure::Bad(format!("{}: {e}", context())))?;
+                if full {
+                    delivery.checkpoint(&self.client).await;
+                }
+            }
+            Mode::Confirmed(confirmer) => {
+                let max_payload = self.client.max_payload();
+                if len > max_payload {
+                    let e = messageframe_nats::Error::PayloadTooLarge {
+                        size: len,
+                        max_payload,
+                    };
+                    return Err(Failure::Bad(format!("{}: {e}", context())));
+                }
+                let subject = self.client.subjects().subject(header).into();
+                confirmer
+                    .publish(id, subject, payload.to_bytes(), header)
+                    .await?;
+            }
+        }
         self.frames += 1;
-        self.bytes += len;
+        self.bytes += len as u64;
         Ok(())
     }
 
-    async fn flush(&mut self) -> Result<(), Failure> {
-        self.client
-            .flush()
-            .await
-            .map_err(|e| Failure::Bad(format!("{}: {e}", self.url)))
+    /// The input has nothing more yet: what was published goes out, and a
+    /// window open long enough is checked.
+    async fn idle(&mut self) -> Result<(), Failure> {
+        match &mut self.mode {
+            Mode::Core(delivery) => {
+                if delivery.idle_due() {
+                    delivery.checkpoint(&self.client).await;
+                } else {
+                    self.client
+                        .flush()
+                        .await
+                        .map_err(|e| Failure::Bad(format!("{}: {e}", self.url)))?;
+                }
+                Ok(())
+            }
+            Mode::Confirmed(_) => Ok(()),
+        }
     }
 
-    /// Flushes and waits until the server confirms it has every frame.
+    /// The last checkpoint, or every acknowledgement: fails naming the
+    /// frames that may be lost.
     async fn finish(&mut self) -> Result<(), Failure> {
-        self.flush().await?;
-        if nats::confirm(&self.client).await? {
-            Ok(())
-        } else {
-            Err(nats::unconfirmed(self.frames, &self.url))
+        match &mut self.mode {
+            Mode::Core(delivery) => {
+                delivery.checkpoint(&self.client).await;
+                if delivery.lost.is_empty() {
+                    let again = delivery.reconnections(&self.client);
+                    if again > 0 {
+                        status(format_args!(
+                            "pub: the connection broke and was re-established {} during the \
+                             run; no frame was in flight then: the server confirmed every one",
+                            count(again, "time")
+                        ));
+                    }
+                    return Ok(());
+                }
+                let lost = &delivery.lost;
+                Err(Failure::Bad(format!(
+                    "{}: the connection broke or the server did not confirm in time: {} of {} \
+                     published may be lost (published while the connection was down or before \
+                     it broke, and not confirmed by the server): {}. Publish them again, or use \
+                     --confirm with a JetStream stream",
+                    self.url,
+                    count(lost.frames(), "frame"),
+                    self.frames,
+                    lost.describe("frame", 20)
+                )))
+            }
+            Mode::Confirmed(confirmer) => confirmer.finish().await,
+        }
+    }
+
+    /// For the report: what the frames became.
+    fn outcome(&self) -> String {
+        match &self.mode {
+            Mode::Core(_) => String::new(),
+            Mode::Confirmed(c) => format!(
+                ", stored in stream `{}` (acknowledged; {}, {} the server had already stored)",
+                c.stream,
+                count(c.retries, "retry"),
+                count(c.duplicates, "duplicate")
+            ),
         }
     }
 }
@@ -229,9 +340,11 @@ pub(crate) enum Sink {
 }
 
 impl Sink {
-    /// Hands over one valid frame (`view` is `payload`, read).
+    /// Hands over one valid frame (`view` is `payload`, read); `index` is
+    /// its place in the input or its stream sequence.
     pub(crate) async fn put(
         &mut self,
+        index: u64,
         payload: Payload<'_>,
         view: &FrameView<'_>,
         context: impl FnOnce() -> String,
@@ -239,7 +352,11 @@ impl Sink {
         match self {
             Sink::Json(json) => json.write(view),
             Sink::File(file) => file.write(payload.as_slice()),
-            Sink::Nats(publisher) => publisher.publish(payload, context).await,
+            Sink::Nats(publisher) => {
+                publisher
+                    .publish(index, payload, view.header(), context)
+                    .await
+            }
         }
     }
 
@@ -248,7 +365,7 @@ impl Sink {
         match self {
             Sink::Json(json) => json.flush(),
             Sink::File(file) => file.flush(),
-            Sink::Nats(publisher) => publisher.flush().await,
+            Sink::Nats(publisher) => publisher.idle().await,
         }
     }
 
@@ -276,10 +393,11 @@ impl Sink {
             Sink::Json(_) => "stdout".to_owned(),
             Sink::File(file) => format!("{} ({} bytes)", file.name(), file.bytes()),
             Sink::Nats(publisher) => format!(
-                "{} under prefix `{}` ({} bytes)",
+                "{} under prefix `{}` ({} bytes){}",
                 publisher.url,
                 publisher.client.subjects().prefix(),
-                publisher.bytes
+                publisher.bytes,
+                publisher.outcome()
             ),
         }
     }
@@ -317,6 +435,8 @@ pub(crate) struct Played {
     pub(crate) read: u64,
     /// Of those, frames that passed the filter and went to the sink.
     pub(crate) played: u64,
+    /// Ctrl-C or SIGTERM stopped the reading.
+    pub(crate) interrupted: bool,
 }
 
 /// Plays the frames of a file (or stdin) into `sink`, each as soon as it is
@@ -330,6 +450,7 @@ pub(crate) fn play_input(
     filter: Filter,
     pace: PaceArg,
     sink: &mut Sink,
+    stop: Option<(&Stop, &AtomicU64)>,
 ) -> Result<Played, Failure> {
     let name = input.name();
     let decoder = Decoder::new();
@@ -338,7 +459,21 @@ pub(crate) fn play_input(
         start: None,
     };
     let mut read = 0u64;
+    let interrupted = std::cell::Cell::new(false);
+    let check_stop = |sink: &Sink| match stop {
+        Some((stop, published)) => {
+            published.store(sink.frames(), Ordering::Relaxed);
+            if stop.requested() {
+                interrupted.set(true);
+                Err(Failure::Bad("interrupted".to_owned()))
+            } else {
+                Ok(())
+            }
+        }
+        None => Ok(()),
+    };
     let mut play = |sink: &mut Sink, index: usize, start: Option<usize>, view: &FrameView<'_>| {
+        check_stop(sink)?;
         read += 1;
         if !filter.matches(view.header()) {
             return Ok(());
@@ -348,7 +483,12 @@ pub(crate) fn play_input(
             Some(start) => format!("{name}: frame {index} (starts at byte {start})"),
             None => format!("{name}: frame {index}"),
         };
-        rt.block_on(sink.put(Payload::Borrowed(view.as_bytes()), view, context))
+        rt.block_on(sink.put(
+            index as u64,
+            Payload::Borrowed(view.as_bytes()),
+            view,
+            context,
+        ))
     };
     let end = input::frames(
         input,
@@ -359,7 +499,10 @@ pub(crate) fn play_input(
                 .map_err(|e| frame_error(&name, index, start, e))?;
             play(sink, index, Some(start), &view)
         },
-        |sink| rt.block_on(sink.idle()),
+        |sink| {
+            check_stop(sink)?;
+            rt.block_on(sink.idle())
+        },
     );
     let end = end.and_then(|end| match end {
         End::Clean { frames: 0, .. } => Err(empty_input(&name)),
@@ -373,10 +516,16 @@ pub(crate) fn play_input(
     });
     // The frames accepted before an error go out too.
     let finished = rt.block_on(sink.finish());
-    end?;
+    if let Some((_, published)) = stop {
+        published.store(sink.frames(), Ordering::Relaxed);
+    }
+    if !interrupted.get() {
+        end?;
+    }
     finished?;
     Ok(Played {
         read,
         played: sink.frames(),
+        interrupted: interrupted.get(),
     })
 }

@@ -54,15 +54,41 @@ fn lines(
 impl Proc {
     /// Starts `mframe ARGS` with stdin piped.
     pub fn spawn(args: &[&str]) -> Proc {
+        Proc::spawn_env(args, &[])
+    }
+
+    /// Starts `mframe ARGS` with stdin piped and these environment
+    /// variables (the NATS login variables of the test's own environment
+    /// removed).
+    pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Proc {
+        Proc::start(args, env, false)
+    }
+
+    fn start(args: &[&str], env: &[(&str, &str)], blocked_stdout: bool) -> Proc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
             .args(args)
+            .env_remove("NATS_USER")
+            .env_remove("NATS_PASSWORD")
+            .env_remove("NATS_TOKEN")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("mframe starts");
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (stdout, _) = lines(child.stdout.take().unwrap(), None);
+        let stdout_pipe = child.stdout.take().unwrap();
+        let stdout = if blocked_stdout {
+            // The pipe is kept open and never read.
+            let (tx, rx) = channel::<String>();
+            thread::spawn(move || {
+                let _keep = (stdout_pipe, tx);
+                thread::sleep(WAIT);
+            });
+            rx
+        } else {
+            lines(stdout_pipe, None).0
+        };
         let (stderr, stderr_reader) = lines(child.stderr.take().unwrap(), Some(log.clone()));
         Proc {
             name: args.join(" "),
@@ -73,6 +99,12 @@ impl Proc {
             stderr_reader: Some(stderr_reader),
             child,
         }
+    }
+
+    /// Starts `mframe ARGS` with a stdout nobody reads: the pipe fills and
+    /// every write blocks.
+    pub fn spawn_blocked_stdout(args: &[&str]) -> Proc {
+        Proc::start(args, &[], true)
     }
 
     pub fn pid(&self) -> u32 {
