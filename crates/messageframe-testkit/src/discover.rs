@@ -78,7 +78,12 @@ impl Program {
     /// root for the usual places (`/` on a real machine; a temporary
     /// directory in tests).
     #[must_use]
-    pub fn find_in(&self, env: Option<&OsStr>, path: Option<&OsStr>, root: &Path) -> Option<PathBuf> {
+    pub fn find_in(
+        &self,
+        env: Option<&OsStr>,
+        path: Option<&OsStr>,
+        root: &Path,
+    ) -> Option<PathBuf> {
         if let Some(given) = env.filter(|v| !v.is_empty()) {
             return Some(PathBuf::from(given));
         }

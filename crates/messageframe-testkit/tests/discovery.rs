@@ -28,7 +28,11 @@ fn fake(root: &Path, rel: &str) -> PathBuf {
 /// What the script prints for each program ("missing" as `None`), and
 /// whether it exited 0. Nothing from this machine's environment: only
 /// `PATH`, the root and the given variables.
-fn script_finds(path: &OsStr, root: &Path, vars: &[(&str, &str)]) -> (Option<String>, Option<String>, bool) {
+fn script_finds(
+    path: &OsStr,
+    root: &Path,
+    vars: &[(&str, &str)],
+) -> (Option<String>, Option<String>, bool) {
     let out = Command::new("/bin/bash")
         .arg(script())
         .arg("--print-discovery")
@@ -43,13 +47,27 @@ fn script_finds(path: &OsStr, root: &Path, vars: &[(&str, &str)]) -> (Option<Str
         let value = text
             .lines()
             .find_map(|l| l.strip_prefix(prefix))
-            .unwrap_or_else(|| panic!("no `{prefix}` line in {text:?}; stderr: {}", String::from_utf8_lossy(&out.stderr)));
+            .unwrap_or_else(|| {
+                panic!(
+                    "no `{prefix}` line in {text:?}; stderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
         (value != "missing").then(|| value.to_owned())
     };
-    (line("nats-server: "), line("chromium: "), out.status.success())
+    (
+        line("nats-server: "),
+        line("chromium: "),
+        out.status.success(),
+    )
 }
 
-fn rust_finds(program: &Program, path: &OsStr, root: &Path, vars: &[(&str, &str)]) -> Option<String> {
+fn rust_finds(
+    program: &Program,
+    path: &OsStr,
+    root: &Path,
+    vars: &[(&str, &str)],
+) -> Option<String> {
     let env = vars
         .iter()
         .find(|(k, _)| *k == program.env)
@@ -62,18 +80,36 @@ fn rust_finds(program: &Program, path: &OsStr, root: &Path, vars: &[(&str, &str)
 /// Both searches on the current fake machine: they agree, and give
 /// `expected` (paths relative to `root`, or absolute when they start
 /// with `=`).
-fn check(path: &OsStr, root: &Path, vars: &[(&str, &str)], nats: Option<&str>, chromium: Option<&str>) {
+fn check(
+    path: &OsStr,
+    root: &Path,
+    vars: &[(&str, &str)],
+    nats: Option<&str>,
+    chromium: Option<&str>,
+) {
     let full = |e: Option<&str>| {
         e.map(|e| match e.strip_prefix('=') {
             Some(absolute) => absolute.to_owned(),
-            None => root.join(e.trim_start_matches('/')).to_str().unwrap().to_owned(),
+            None => root
+                .join(e.trim_start_matches('/'))
+                .to_str()
+                .unwrap()
+                .to_owned(),
         })
     };
     let (script_nats, script_chromium, ok) = script_finds(path, root, vars);
     assert_eq!(script_nats, full(nats), "the script's nats-server");
     assert_eq!(script_chromium, full(chromium), "the script's chromium");
-    assert_eq!(rust_finds(&NATS_SERVER, path, root, vars), full(nats), "the kit's nats-server");
-    assert_eq!(rust_finds(&CHROMIUM, path, root, vars), full(chromium), "the kit's chromium");
+    assert_eq!(
+        rust_finds(&NATS_SERVER, path, root, vars),
+        full(nats),
+        "the kit's nats-server"
+    );
+    assert_eq!(
+        rust_finds(&CHROMIUM, path, root, vars),
+        full(chromium),
+        "the kit's chromium"
+    );
     assert_eq!(ok, nats.is_some() && chromium.is_some(), "exit status");
 }
 
@@ -101,21 +137,60 @@ fn the_script_and_the_kit_find_the_same_programs_in_the_same_order() {
     std::fs::write(&plain, "").unwrap();
     check(path, root, &[], Some("/usr/sbin/nats-server"), None);
     fake(root, "/opt/google/chrome/chrome");
-    check(path, root, &[], Some("/usr/sbin/nats-server"), Some("/opt/google/chrome/chrome"));
+    check(
+        path,
+        root,
+        &[],
+        Some("/usr/sbin/nats-server"),
+        Some("/opt/google/chrome/chrome"),
+    );
     fake(root, "/usr/lib/chromium/chromium");
-    check(path, root, &[], Some("/usr/sbin/nats-server"), Some("/usr/lib/chromium/chromium"));
+    check(
+        path,
+        root,
+        &[],
+        Some("/usr/sbin/nats-server"),
+        Some("/usr/lib/chromium/chromium"),
+    );
 
     // Names on PATH beat the usual places; an earlier name beats a later
     // one; an earlier directory beats a later one.
     fake(&second, "chromium-browser");
-    check(path, root, &[], Some("/usr/sbin/nats-server"), Some("opt/bin/chromium-browser"));
+    check(
+        path,
+        root,
+        &[],
+        Some("/usr/sbin/nats-server"),
+        Some("opt/bin/chromium-browser"),
+    );
     fake(&second, "chromium");
-    check(path, root, &[], Some("/usr/sbin/nats-server"), Some("opt/bin/chromium"));
+    check(
+        path,
+        root,
+        &[],
+        Some("/usr/sbin/nats-server"),
+        Some("opt/bin/chromium"),
+    );
     fake(&first, "chromium");
     fake(&second, "nats-server");
-    check(path, root, &[], Some("opt/bin/nats-server"), Some("home/me/bin/chromium"));
+    check(
+        path,
+        root,
+        &[],
+        Some("opt/bin/nats-server"),
+        Some("home/me/bin/chromium"),
+    );
 
     // The variables win, as given.
-    let vars = [("NATS_SERVER", "/elsewhere/nats"), ("CHROMIUM", "/elsewhere/chrome")];
-    check(path, root, &vars, Some("=/elsewhere/nats"), Some("=/elsewhere/chrome"));
+    let vars = [
+        ("NATS_SERVER", "/elsewhere/nats"),
+        ("CHROMIUM", "/elsewhere/chrome"),
+    ];
+    check(
+        path,
+        root,
+        &vars,
+        Some("=/elsewhere/nats"),
+        Some("=/elsewhere/chrome"),
+    );
 }

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use messageframe::{now_millis, Frame, Header, UnknownValue, ValueRef, SEPARATOR};
+use messageframe::{now_millis, Frame, Header, KeyDisplay, UnknownValue, ValueRef, SEPARATOR};
 use serde_json::{Map, Value};
 
 /// MessagePack's length limit; the CLI refuses longer attachments and texts
@@ -130,7 +130,8 @@ fn add_param(
     }
     if !seen.insert((device.to_owned(), param.to_owned())) {
         return Err(format!(
-            "{at}: duplicate key ({device:?}, {param:?}); frames built by mframe encode hold each key once"
+            "{at}: duplicate key `{}`; frames built by mframe encode hold each key once",
+            KeyDisplay::new(device, param)
         ));
     }
     *text_len += device.len() as u64 + 1 + param.len() as u64;

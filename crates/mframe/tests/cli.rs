@@ -458,6 +458,38 @@ fn pretty_groups_parameters_by_device() {
     );
 }
 
+/// Keys print as the library's `KeyDisplay` does (the form of error
+/// messages and the viewer): `device.param`, a part quoted as a JSON
+/// string when it is empty or holds a dot, a quote or a control character.
+#[test]
+fn pretty_prints_keys_in_the_one_human_form() {
+    let mut frame = Frame::new(Header::from_fields(0, 0, 0, 0, 0, 0, 1, 0));
+    frame.add("items.10", "price", 2);
+    frame.add("gps", "fix.lat", 3);
+    frame.add("", "no_device", 4);
+    frame.add("core", "a\u{1f}b", 5);
+    let out = String::from_utf8(run_ok(&["dump", "--pretty"], &frame.encode().unwrap())).unwrap();
+    let body: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(
+        body,
+        [
+            r#"  "items.10".price = 2"#,
+            r#"  gps."fix.lat" = 3"#,
+            r#"  "".no_device = 4"#,
+            r#"  core."a\u001fb" = 5"#,
+            ""
+        ]
+    );
+    for (device, param) in [
+        ("items.10", "price"),
+        ("gps", "fix.lat"),
+        ("", "no_device"),
+        ("core", "a\u{1f}b"),
+    ] {
+        assert!(out.contains(&messageframe::KeyDisplay::new(device, param).to_string()));
+    }
+}
+
 #[test]
 fn unknown_tags_dump_as_raw_and_encode_back() {
     let mut frame = Frame::new(Header::from_fields(1, 2, 3, 4, -5, 6, 7, 8));
@@ -700,7 +732,7 @@ fn encode_rejects_bad_lines_naming_the_line_and_the_problem() {
             &good[11..good.len() - 2],
             &good[11..good.len() - 2]
         ),
-        &["params[1]: duplicate key (\"d\", \"p\")"],
+        &["params[1]: duplicate key `d.p`"],
     );
     encode_fails(
         r#"{"params":[{"device":"a\u001fb","param":"p","type":"bool","value":true}]}"#,
@@ -878,7 +910,7 @@ fn header_does_not_decode_parameters() {
         &bytes,
         &[
             "expected an integer, found marker 0xa2",
-            "(in value of `d␟p`)",
+            "(in value of `d.p`)",
         ],
     );
     fails(&["dump"], &bytes, &["frame 0"]);
