@@ -311,6 +311,25 @@ fn validate_passes_every_interop_frame() {
     }
 }
 
+/// MessagePack carries no checksum (docs/wire-format.md, "Integrity"): a
+/// bit flipped inside a double passes `validate`, strict or not, and dumps
+/// as another value.
+#[test]
+fn validate_cannot_see_a_flipped_bit_inside_a_double() {
+    let mut frame = Frame::new(Header::from_fields(1, 0, 0, 0, 0, 0, 1, 0));
+    frame.add("sdr_1", "rx_gain", 30.5);
+    let mut bytes = frame.encode().unwrap();
+    let at = bytes.iter().position(|&b| b == 0xcb).unwrap();
+    bytes[at + 8] ^= 0x01; // the lowest bit of the mantissa
+    for args in [&["validate"][..], &["validate", "--strict"]] {
+        let out = String::from_utf8(run_ok(args, &bytes)).unwrap();
+        assert!(out.contains("1 valid frame"), "{out}");
+    }
+    let dumped = json_lines(&run_ok(&["dump"], &bytes));
+    let value = dumped[0]["params"][0]["value"].as_f64().unwrap();
+    assert_eq!(value.to_bits(), 30.5f64.to_bits() ^ 1);
+}
+
 #[test]
 fn dump_encode_round_trip_is_byte_exact_for_every_interop_frame() {
     for f in interop_frames() {
