@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use chromiumoxide::page::ScreenshotParams;
 use chromiumoxide::{Browser, Page};
 use futures_util::StreamExt;
-use messageframe::{Frame, Header};
+use messageframe::{Frame, Header, KeyDisplay};
 use messageframe_testkit::Chromium;
 use serde_json::Value;
 use support::Proc;
@@ -302,6 +302,37 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
             .contains(&format!(" · {} on charts · ", numeric.min(4))),
         "{totals}"
     );
+
+    // 1c. Keys show in the one human form (`KeyDisplay`, as in `dump
+    // --pretty` and error messages): a part with a dot or a control
+    // character is quoted.
+    let mut odd = Frame::new(Header::from_fields(1, 0, 88, 1234, 0, 1234, 1, 0));
+    odd.add("items.10", "price", "text");
+    odd.add("core", "a\u{1f}b", "text");
+    producer.write_all(&odd.encode().unwrap()).unwrap();
+    until(
+        &page,
+        "source 88 among the choices",
+        "[...document.getElementById('filter-source').options].some(o => o.value === '88')",
+    )
+    .await;
+    filter(&page, "filter-source", "88").await;
+    let keys = until(
+        &page,
+        "the rows of source 88",
+        "(() => { const cells = [...document.querySelectorAll('#rows tbody td.key')]; \
+           return cells.length === 2 ? cells.map(td => td.textContent) : null; })()",
+    )
+    .await;
+    assert_eq!(
+        keys,
+        serde_json::json!([
+            KeyDisplay::new("items.10", "price").to_string(),
+            KeyDisplay::new("core", "a\u{1f}b").to_string()
+        ])
+    );
+    assert_eq!(keys[1], r#"core."a\u001fb""#);
+    filter(&page, "filter-source", "").await;
 
     // 2. Filters: the key text, the target, the message type, combined.
     filter(&page, "filter-text", "SDR_2").await;
@@ -637,7 +668,7 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     assert!(
         log.contains(&format!(
             "view: producers: 3 connections and {} frames in all",
-            frames.len() as u64 + seq
+            frames.len() as u64 + 1 + seq
         )),
         "{log}"
     );
