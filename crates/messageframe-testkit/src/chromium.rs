@@ -3,10 +3,12 @@
 //! back from its stderr, with a fresh profile in a temporary directory;
 //! killed (and the profile removed) when dropped.
 //!
-//! The binary is `chromium` from `PATH` (Debian's package, installed by
-//! `scripts/test` and `.ci/run` when absent) or the `CHROMIUM` environment
-//! variable. Missing, [`Chromium::start`] panics saying what to install: a
-//! browser test fails, it never skips.
+//! The binary is the `CHROMIUM` environment variable, else `chromium` (or
+//! `chromium-browser`, `google-chrome`) on `PATH`, else one of the places
+//! those are usually installed in ([`crate::discover::CHROMIUM`]); Debian's
+//! package is installed by `scripts/test` when it is nowhere. Missing,
+//! [`Chromium::start`] panics saying what to install: a browser test
+//! fails, it never skips.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -33,7 +35,10 @@ impl Chromium {
     /// address. Panics if it cannot start.
     #[must_use]
     pub fn start() -> Chromium {
-        let binary = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".to_owned());
+        // Not found: run the bare name, whose error says so.
+        let binary = crate::discover::CHROMIUM
+            .find()
+            .unwrap_or_else(|| "chromium".into());
         let profile = tempfile::Builder::new()
             .prefix("chromium-")
             .tempdir()
@@ -67,8 +72,11 @@ impl Chromium {
             .spawn()
             .unwrap_or_else(|e| {
                 panic!(
-                    "cannot start `{binary}` ({e}): the browser tests need Debian's chromium \
-                     (`apt-get install -y chromium`, as scripts/test does) or CHROMIUM=/path/to/it"
+                    "cannot start `{}` ({e}; looked on PATH and in {}): the browser tests need \
+                     Debian's chromium (`apt-get install -y chromium`, as scripts/test does) \
+                     or CHROMIUM=/path/to/it",
+                    binary.display(),
+                    crate::discover::CHROMIUM.places.join(", ")
                 )
             });
         let stderr = child.stderr.take().expect("chromium's stderr is piped");

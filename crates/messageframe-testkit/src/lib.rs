@@ -3,10 +3,13 @@
 //! a real headless `chromium` ([`Chromium`]) for the browser tests of
 //! `mframe view`.
 //!
-//! Never a mock: every server is the `nats-server` binary from `PATH` (or
-//! from the `NATS_SERVER` environment variable), installed from Debian by
-//! `.ci/run` when absent. When it is missing, [`NatsServer::start`] panics
-//! with what to install: a test that needs a server fails, it never skips.
+//! Never a mock: every server is the `nats-server` binary named by the
+//! `NATS_SERVER` environment variable, else found on `PATH` or where it is
+//! usually installed (`/usr/sbin`, which is not on a normal user's `PATH`,
+//! `/usr/local/sbin`…: [`discover`]), installed from Debian by
+//! `scripts/test` when it is nowhere. When it is missing,
+//! [`NatsServer::start`] panics with what to install: a test that needs a
+//! server fails, it never skips.
 //!
 //! Every server listens on 127.0.0.1 only, on ports it picks itself
 //! (`-1` in its configuration, read back from its log) or, for cluster
@@ -41,6 +44,7 @@ use tempfile::TempDir;
 
 mod auth;
 mod chromium;
+pub mod discover;
 mod netns;
 mod proxy;
 mod tls;
@@ -525,15 +529,18 @@ impl Cluster {
     }
 }
 
-/// The `nats-server` binary: `$NATS_SERVER`, else `nats-server` on `PATH`.
+/// The `nats-server` binary: `$NATS_SERVER`, else `nats-server` on `PATH`,
+/// else in `/usr/sbin`, `/usr/local/sbin`… ([`discover::NATS_SERVER`]).
 /// Checked once: it must run and be at least version 2.2 (JetStream
 /// clustering, MQTT). Panics with what to install otherwise: tests that
 /// need it fail loudly, never skip.
 pub fn nats_server_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
-        let binary = std::env::var_os("NATS_SERVER")
-            .map_or_else(|| PathBuf::from("nats-server"), PathBuf::from);
+        // Not found: run the bare name, whose error says so.
+        let binary = discover::NATS_SERVER
+            .find()
+            .unwrap_or_else(|| PathBuf::from("nats-server"));
         let output = Command::new(&binary).arg("--version").output();
         let version = match output {
             Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -544,10 +551,12 @@ pub fn nats_server_binary() -> &'static Path {
                 String::from_utf8_lossy(&out.stderr)
             ),
             Err(e) => panic!(
-                "nats-server is required by these tests and was not found ({}: {e}). \
-                 Install it: `apt-get install -y nats-server` (Debian; .ci/run does this \
-                 when it is absent), or set NATS_SERVER to its path. The tests never skip.",
-                binary.display()
+                "nats-server is required by these tests and was not found ({}: {e}; \
+                 looked on PATH and in {}). Install it: `apt-get install -y nats-server` \
+                 (Debian; scripts/test does this when it is absent), or set NATS_SERVER \
+                 to its path. The tests never skip.",
+                binary.display(),
+                discover::NATS_SERVER.places.join(", ")
             ),
         };
         let (major, minor) = parse_version(&version)

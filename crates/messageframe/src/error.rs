@@ -20,7 +20,8 @@ use crate::key::InvalidKey;
 /// Which part of a frame was being read when decoding failed.
 ///
 /// Carried by [`DecodeError`] so that a message can say "in header field
-/// `source`" or "in the value of key `sdr_1␟rx_gain`".
+/// `source`" or "in the value of `sdr_1.rx_gain`" (keys as
+/// [`KeyDisplay`](crate::KeyDisplay) prints them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Context {
@@ -32,7 +33,9 @@ pub enum Context {
     Params,
     /// A parameter key (index in the map).
     Key(usize),
-    /// The value of the parameter with this flat key (lossily decoded).
+    /// The value of the parameter with this flat key (lossily decoded; as
+    /// on the wire, with U+001F between device and parameter: the message
+    /// prints it as [`KeyDisplay`](crate::KeyDisplay) does).
     Value(String),
     /// The attachment list or one attachment (index in the list).
     Attachment(usize),
@@ -45,7 +48,7 @@ impl fmt::Display for Context {
             Context::Header(field) => write!(f, "header field `{field}`"),
             Context::Params => f.write_str("parameter map"),
             Context::Key(i) => write!(f, "key of parameter #{i}"),
-            Context::Value(key) => write!(f, "value of `{}`", key.replace('\x1f', "␟")),
+            Context::Value(key) => write!(f, "value of `{}`", crate::KeyDisplay::from_flat(key)),
             Context::Attachment(i) => write!(f, "attachment #{i}"),
         }
     }

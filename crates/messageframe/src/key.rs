@@ -3,7 +3,7 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use core::fmt;
+use core::fmt::{self, Write as _};
 use core::hash::{BuildHasher, Hasher};
 
 use foldhash::quality::SeedableRandomState;
@@ -525,10 +525,105 @@ impl fmt::Debug for FlatKey {
 }
 
 impl fmt::Display for FlatKey {
-    /// `device.param`, the form people read (the wire uses U+001F).
+    /// `device.param`, the form people read ([`KeyDisplay`]; the wire uses
+    /// U+001F).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.device(), self.param())
+        KeyDisplay::new(self.device(), self.param()).fmt(f)
     }
+}
+
+/// A key in the one form people read: `device.param`.
+///
+/// Error messages, `mframe dump --pretty` and `mframe view` all print keys
+/// this way (the wire joins the parts with U+001F, which most fonts cannot
+/// show; JSON keeps `device` and `param` apart). Each part is written as it
+/// is when that cannot mislead, and otherwise as a JSON string literal in
+/// double quotes: when it is empty, contains `.` or `"`, a control
+/// character (U+001F included) or an invisible one (zero-width spaces and
+/// joiners, direction marks and overrides, the byte order mark, U+2028 and
+/// U+2029), or starts or ends with whitespace. Inside the quotes, `"` and
+/// `\` are `\"` and `\\`; line feed, carriage return, tab, backspace and
+/// form feed are `\n`, `\r`, `\t`, `\b`, `\f`; every other control or
+/// invisible character is `\uXXXX`.
+/// So the first `.` outside quotes always separates the device from the
+/// parameter, and each quoted part reads back with any JSON parser.
+///
+/// ```
+/// use messageframe::KeyDisplay;
+///
+/// assert_eq!(KeyDisplay::new("sdr_1", "rx_gain").to_string(), "sdr_1.rx_gain");
+/// // A dot inside a part, an empty part, a control character: quoted.
+/// assert_eq!(KeyDisplay::new("items.10", "price").to_string(), r#""items.10".price"#);
+/// assert_eq!(KeyDisplay::new("gps", "fix.lat").to_string(), r#"gps."fix.lat""#);
+/// assert_eq!(KeyDisplay::new("", "fw").to_string(), r#""".fw"#);
+/// assert_eq!(KeyDisplay::new("core", "a\u{1f}b").to_string(), r#"core."a\u001fb""#);
+/// // A key as it is on the wire, split at its first U+001F.
+/// assert_eq!(KeyDisplay::from_flat("core\u{1f}fw").to_string(), "core.fw");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyDisplay<'a> {
+    device: &'a str,
+    param: &'a str,
+}
+
+impl<'a> KeyDisplay<'a> {
+    /// The key `(device, param)`.
+    #[must_use]
+    pub fn new(device: &'a str, param: &'a str) -> Self {
+        KeyDisplay { device, param }
+    }
+
+    /// A flat key as the wire holds it (`device`, U+001F, `param`), split at
+    /// its first separator; without one, the device is empty and the whole
+    /// key is the parameter, as the decoders read it.
+    #[must_use]
+    pub fn from_flat(flat: &'a str) -> Self {
+        let (device, param) = split_flat(flat);
+        KeyDisplay { device, param }
+    }
+}
+
+impl fmt::Display for KeyDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_key_part(f, self.device)?;
+        f.write_str(".")?;
+        write_key_part(f, self.param)
+    }
+}
+
+/// Characters that show as nothing (or reorder what follows) and so must
+/// not be printed as they are in a key.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+fn write_key_part(f: &mut fmt::Formatter<'_>, part: &str) -> fmt::Result {
+    let plain = !part.is_empty()
+        && !part.starts_with(char::is_whitespace)
+        && !part.ends_with(char::is_whitespace)
+        && !part
+            .chars()
+            .any(|c| matches!(c, '.' | '"') || c.is_control() || is_invisible(c));
+    if plain {
+        return f.write_str(part);
+    }
+    f.write_str("\"")?;
+    for c in part.chars() {
+        match c {
+            '"' => f.write_str("\\\"")?,
+            '\\' => f.write_str("\\\\")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            '\t' => f.write_str("\\t")?,
+            '\u{8}' => f.write_str("\\b")?,
+            '\u{c}' => f.write_str("\\f")?,
+            c if c.is_control() || is_invisible(c) => write!(f, "\\u{:04x}", u32::from(c))?,
+            c => f.write_char(c)?,
+        }
+    }
+    f.write_str("\"")
 }
 
 #[cfg(test)]

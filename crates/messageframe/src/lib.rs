@@ -105,7 +105,7 @@ pub use frame::{Frame, FrameAttachments, FrameConfig, FrameParams};
 #[cfg(feature = "std")]
 pub use header::now_millis;
 pub use header::{Header, HeaderBuilder};
-pub use key::{FlatKey, InvalidKey, SEPARATOR};
+pub use key::{FlatKey, InvalidKey, KeyDisplay, SEPARATOR};
 #[cfg(feature = "std")]
 pub use stream::{FrameReader, FrameWriter, StreamError};
 pub use stream::{FrameScanner, Scan};

@@ -1022,3 +1022,40 @@ fn view_lookups_agree_around_the_recorded_keys_with_wide_key_forms() {
         }
     }
 }
+
+/// MessagePack carries no checksum (docs/wire-format.md, "Integrity"): any
+/// one bit flipped inside a double's eight bytes leaves a frame that every
+/// decoder accepts, strict ones too, with another value. Integrity is the
+/// transport's business (TCP's checksum, TLS, NATS over TLS).
+#[test]
+fn a_flipped_bit_inside_a_double_passes_every_check_with_another_value() {
+    let gain = 30.5_f64; // not integral: written as a float64 (`0xcb` + 8 bytes)
+    let bytes = frame(
+        &[[s(b"sdr\x1fgain"), vec![0x92, 20, 0xcb]]
+            .concat()
+            .into_iter()
+            .chain(gain.to_bits().to_be_bytes())
+            .collect()],
+        &[],
+    );
+    let sent = Frame::decode(&bytes).unwrap();
+    assert_eq!(sent.encode().unwrap(), bytes, "the encoder's own bytes");
+    let at = bytes.iter().position(|&b| b == 0xcb).unwrap() + 1;
+    for bit in 0..64 {
+        let mut damaged = bytes.clone();
+        damaged[at + bit / 8] ^= 0x80 >> (bit % 8);
+        let got = Frame::decode(&damaged).expect("a flipped bit still decodes");
+        Decoder::new()
+            .strict(true)
+            .view(&damaged)
+            .expect("strict too");
+        let value = got.find("sdr", "gain").and_then(|v| v.as_f64()).unwrap();
+        assert_ne!(value.to_bits(), gain.to_bits(), "bit {bit}");
+        assert_eq!(
+            value.to_bits(),
+            gain.to_bits() ^ (1 << (63 - bit)),
+            "bit {bit}"
+        );
+        assert_eq!(got.header(), sent.header());
+    }
+}

@@ -948,7 +948,7 @@ fn a_truncation_says_which_element_where_it_starts_and_what_it_needs_and_has() {
         err.to_string(),
         format!(
             "input is truncated: a string at byte {value_at} needs 3 bytes, only 2 are left \
-             (in value of `d␟long`)"
+             (in value of `d.long`)"
         )
     );
 

@@ -1326,3 +1326,39 @@ fn a_frame_reads_back_only_from_json_that_can_rebuild_it() {
     assert_eq!(back.find("", "x"), Some(ValueRef::Int(2)));
     assert_eq!(back.header().message_id(), 3);
 }
+
+/// docs/serde.md's dependency snippet names no version that was never
+/// published (the crate is a path dependency, as in the README), and gives
+/// the crates its examples use: serde with its derive, and serde_bytes.
+#[test]
+fn the_docs_dependency_snippet_is_one_a_user_can_paste() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/serde.md")).unwrap();
+    let snippet = doc
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a toml block");
+    let line = |name: &str| {
+        snippet
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} =")))
+            .unwrap_or_else(|| panic!("no {name} line in\n{snippet}"))
+    };
+    let ours = line("messageframe");
+    assert!(!ours.contains("version"), "{ours}");
+    assert!(ours.contains(r#"features = ["serde"]"#), "{ours}");
+    let path = ours
+        .split("path = \"")
+        .nth(1)
+        .and_then(|p| p.split('"').next())
+        .expect("a path dependency");
+    let manifest = std::fs::read_to_string(root.join(path).join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("name = \"messageframe\""), "{path}");
+    assert!(line("serde").contains(r#"features = ["derive"]"#));
+    line("serde_bytes");
+    // Every crate the examples use is in the snippet.
+    for used in ["use serde::", "serde_bytes", "use messageframe::"] {
+        assert!(doc.contains(used), "the examples use {used}");
+    }
+}

@@ -38,10 +38,32 @@ enum Command {
         pretty: bool,
     },
     /// Build frames from JSON Lines in the dump schema (the inverse of dump).
+    ///
+    /// Each line is one JSON object in the schema `mframe dump` prints:
+    ///
+    ///   {"header": {"timestamp": u64, "counter": u64, "source": u32, "target": u32,
+    ///               "message_id": i32, "message_type": i32, "version": u16, "flags": u16},
+    ///    "params": [{"device": str, "param": str,
+    ///                "type": "int64" | "double" | "string" | "bool", "value": ...},
+    ///               {"device": str, "param": str, "type": "unknown", "tag": N, "raw": "<base64>"}],
+    ///    "attachments": [{"name": str, "data": "<base64>"}]}
+    ///
+    /// Missing header fields take the library's defaults (version 1, the others 0,
+    /// timestamp the time the line is read); a missing "params" or "attachments" is none.
+    /// A field not in the schema, a wrong type or an out-of-range number is an error
+    /// naming the line and the field.
+    ///
+    /// Each frame is written (and flushed) as soon as its line is read, so
+    /// `producer | mframe encode | mframe send ADDR` streams; a bad line stops it
+    /// (exit 1). With -o OUT, OUT is replaced only when every line was good.
+    ///
+    /// Every rule, with examples: docs/cli.md, "mframe encode".
+    #[command(verbatim_doc_comment)]
     Encode {
         #[command(flatten)]
         input: Input,
-        /// Write the frames to OUT instead of stdout.
+        /// Write the frames to OUT instead of stdout (OUT is replaced once every
+        /// line is encoded; a bad line leaves it as it was).
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
     },

@@ -1,5 +1,5 @@
 //! The input of `dump`, `header`, `validate`, `encode` and `send`: a file or
-//! stdin, read frame by frame as it arrives.
+//! stdin, read as it arrives (frame by frame; `encode` line by line).
 //!
 //! Frames are found with the library's `FrameReader` (its scanner), so each
 //! one is handled as soon as its last byte is read: `mframe dump` on a pipe
@@ -44,15 +44,6 @@ impl Input {
 
     fn cannot_read(&self, e: &io::Error) -> Failure {
         Failure::Bad(format!("cannot read {}: {e}", self.name()))
-    }
-
-    /// The whole input (for `encode`, whose JSON is all or nothing).
-    pub(crate) fn read_all(&self) -> Result<Vec<u8>, Failure> {
-        let mut buf = Vec::new();
-        self.open()?
-            .read_to_end(&mut buf)
-            .map_err(|e| self.cannot_read(&e))?;
-        Ok(buf)
     }
 
     pub(crate) fn open(&self) -> Result<Box<dyn Read>, Failure> {

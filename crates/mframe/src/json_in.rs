@@ -9,29 +9,25 @@ use std::collections::HashSet;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use messageframe::{now_millis, Frame, Header, UnknownValue, ValueRef, SEPARATOR};
+use messageframe::{now_millis, Frame, Header, KeyDisplay, UnknownValue, ValueRef, SEPARATOR};
 use serde_json::{Map, Value};
 
 /// MessagePack's length limit; the CLI refuses longer attachments and texts
 /// first, naming the JSON field (the library's encoder would refuse them too).
 const MAX_WIRE_LEN: u64 = u32::MAX as u64;
 
-/// Encodes every non-blank line into one frame; all frames concatenated.
-pub fn encode_lines(input: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    for (i, line) in input.split(|&b| b == b'\n').enumerate() {
-        let line_no = i + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let value: Value = serde_json::from_slice(line)
-            .map_err(|e| format!("line {line_no}: {}", json_syntax_error(&e)))?;
-        let frame = frame_from_json(&value).map_err(|e| format!("line {line_no}: {e}"))?;
-        frame
-            .encode_into(&mut out)
-            .map_err(|e| format!("line {line_no}: {e}"))?;
+/// Encodes line `line_no` (1-based, for messages) into one frame appended
+/// to `out`; a blank line makes none.
+pub fn encode_line(line: &[u8], line_no: usize, out: &mut Vec<u8>) -> Result<(), String> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
     }
-    Ok(out)
+    let value: Value = serde_json::from_slice(line)
+        .map_err(|e| format!("line {line_no}: {}", json_syntax_error(&e)))?;
+    let frame = frame_from_json(&value).map_err(|e| format!("line {line_no}: {e}"))?;
+    frame
+        .encode_into(out)
+        .map_err(|e| format!("line {line_no}: {e}"))
 }
 
 /// serde_json's message says "at line 1 column N" about the single line it
@@ -130,7 +126,8 @@ fn add_param(
     }
     if !seen.insert((device.to_owned(), param.to_owned())) {
         return Err(format!(
-            "{at}: duplicate key ({device:?}, {param:?}); frames built by mframe encode hold each key once"
+            "{at}: duplicate key `{}`; frames built by mframe encode hold each key once",
+            KeyDisplay::new(device, param)
         ));
     }
     *text_len += device.len() as u64 + 1 + param.len() as u64;

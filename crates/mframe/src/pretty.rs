@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use messageframe::{FrameView, Header, ValueRef};
+use messageframe::{FrameView, Header, KeyDisplay, ValueRef};
 
 use crate::json_out::write_str;
 
@@ -29,13 +29,8 @@ pub fn write_frame(out: &mut Vec<u8>, index: usize, view: &FrameView<'_>) {
     }
     for (device, params) in &groups {
         for (param, value) in params {
-            s.push_str("  ");
-            if !device.is_empty() {
-                push_name(&mut s, device);
-                s.push('.');
-            }
-            push_name(&mut s, param);
-            s.push_str(" = ");
+            // The one human form of a key, as errors and the viewer print it.
+            let _ = write!(s, "  {} = ", KeyDisplay::new(device, param));
             push_value(&mut s, *value);
             s.push('\n');
         }
@@ -72,8 +67,9 @@ fn write_header_line(s: &mut String, index: usize, h: &Header) {
     );
 }
 
-/// Names print as they are unless they are empty or hold a control
-/// character, which would make the line ambiguous or mess up the terminal.
+/// Attachment names print as they are unless they are empty or hold a
+/// control character, which would make the line ambiguous or mess up the
+/// terminal.
 fn push_name(s: &mut String, name: &str) {
     if name.is_empty() || name.chars().any(char::is_control) {
         push_quoted(s, name);

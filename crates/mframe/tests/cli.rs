@@ -3,14 +3,14 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use assert_cmd::Command;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use messageframe::{Frame, FrameView, Header, UnknownValue, ValueRef};
+use messageframe::{Frame, FrameReader, FrameView, Header, UnknownValue, ValueRef};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -311,6 +311,25 @@ fn validate_passes_every_interop_frame() {
     }
 }
 
+/// MessagePack carries no checksum (docs/wire-format.md, "Integrity"): a
+/// bit flipped inside a double passes `validate`, strict or not, and dumps
+/// as another value.
+#[test]
+fn validate_cannot_see_a_flipped_bit_inside_a_double() {
+    let mut frame = Frame::new(Header::from_fields(1, 0, 0, 0, 0, 0, 1, 0));
+    frame.add("sdr_1", "rx_gain", 30.5);
+    let mut bytes = frame.encode().unwrap();
+    let at = bytes.iter().position(|&b| b == 0xcb).unwrap();
+    bytes[at + 8] ^= 0x01; // the lowest bit of the mantissa
+    for args in [&["validate"][..], &["validate", "--strict"]] {
+        let out = String::from_utf8(run_ok(args, &bytes)).unwrap();
+        assert!(out.contains("1 valid frame"), "{out}");
+    }
+    let dumped = json_lines(&run_ok(&["dump"], &bytes));
+    let value = dumped[0]["params"][0]["value"].as_f64().unwrap();
+    assert_eq!(value.to_bits(), 30.5f64.to_bits() ^ 1);
+}
+
 #[test]
 fn dump_encode_round_trip_is_byte_exact_for_every_interop_frame() {
     for f in interop_frames() {
@@ -458,6 +477,38 @@ fn pretty_groups_parameters_by_device() {
     );
 }
 
+/// Keys print as the library's `KeyDisplay` does (the form of error
+/// messages and the viewer): `device.param`, a part quoted as a JSON
+/// string when it is empty or holds a dot, a quote or a control character.
+#[test]
+fn pretty_prints_keys_in_the_one_human_form() {
+    let mut frame = Frame::new(Header::from_fields(0, 0, 0, 0, 0, 0, 1, 0));
+    frame.add("items.10", "price", 2);
+    frame.add("gps", "fix.lat", 3);
+    frame.add("", "no_device", 4);
+    frame.add("core", "a\u{1f}b", 5);
+    let out = String::from_utf8(run_ok(&["dump", "--pretty"], &frame.encode().unwrap())).unwrap();
+    let body: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(
+        body,
+        [
+            r#"  "items.10".price = 2"#,
+            r#"  gps."fix.lat" = 3"#,
+            r#"  "".no_device = 4"#,
+            r#"  core."a\u001fb" = 5"#,
+            ""
+        ]
+    );
+    for (device, param) in [
+        ("items.10", "price"),
+        ("gps", "fix.lat"),
+        ("", "no_device"),
+        ("core", "a\u{1f}b"),
+    ] {
+        assert!(out.contains(&messageframe::KeyDisplay::new(device, param).to_string()));
+    }
+}
+
 #[test]
 fn unknown_tags_dump_as_raw_and_encode_back() {
     let mut frame = Frame::new(Header::from_fields(1, 2, 3, 4, -5, 6, 7, 8));
@@ -589,17 +640,98 @@ fn encode_of_empty_input_writes_nothing() {
 }
 
 /// `mframe encode` on `input` fails with exit 1 and a message containing
-/// each of `needles`.
+/// each of `needles`; stdout holds exactly the frames of the lines before
+/// the bad one (encode streams).
 fn encode_fails(input: &str, needles: &[&str]) {
     let out = mframe().arg("encode").write_stdin(input).output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "{input}: {stderr}");
-    assert!(out.stdout.is_empty(), "nothing is written on error");
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert!(stderr.starts_with("mframe: <stdin>: "), "{stderr}");
     for n in needles {
         assert!(stderr.contains(n), "{input}: {stderr:?} lacks {n:?}");
     }
+    let bad_line: usize = stderr["mframe: <stdin>: line ".len()..]
+        .split(':')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no line number in {stderr}"));
+    let good_lines = input
+        .split('\n')
+        .take(bad_line - 1)
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    let frames: Vec<Frame> = FrameReader::new(&out.stdout[..])
+        .collect::<Result<_, _>>()
+        .expect("whole frames on stdout");
+    assert_eq!(
+        frames.len(),
+        good_lines,
+        "{input}: the frames before line {bad_line}"
+    );
+}
+
+#[test]
+fn encode_help_names_the_schema_and_the_docs() {
+    let help = String::from_utf8(run_ok(&["encode", "--help"], b"")).unwrap();
+    for needle in [
+        r#""header": {"timestamp": u64"#,
+        r#""type": "int64" | "double" | "string" | "bool""#,
+        r#""attachments": [{"name": str, "data": "<base64>"}]"#,
+        "docs/cli.md",
+    ] {
+        assert!(help.contains(needle), "{needle:?} is not in:\n{help}");
+    }
+}
+
+/// `producer | mframe encode | consumer` streams: each line's frame comes
+/// out (flushed) while the next line has not been written yet, with its
+/// timestamp taken when its line was read.
+#[test]
+fn encode_writes_each_frame_as_its_line_arrives() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mframe"))
+        .arg("encode")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for frame in FrameReader::new(stdout) {
+            if tx.send(frame).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = std::time::Duration::from_secs(30);
+    let line = |n: i64| {
+        format!("{{\"params\":[{{\"device\":\"d\",\"param\":\"n\",\"type\":\"int64\",\"value\":{n}}}]}}\n")
+    };
+
+    let before = messageframe::now_millis();
+    stdin.write_all(line(1).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let first = rx
+        .recv_timeout(deadline)
+        .expect("frame 1 comes out before line 2 is written")
+        .unwrap();
+    assert_eq!(first.find("d", "n"), Some(ValueRef::Int(1)));
+    let between = messageframe::now_millis();
+    stdin.write_all(line(2).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let second = rx.recv_timeout(deadline).expect("frame 2").unwrap();
+    assert_eq!(second.find("d", "n"), Some(ValueRef::Int(2)));
+    // Each timestamp is the moment its line was read, not the end of input.
+    assert!((before..=between).contains(&first.header().timestamp()));
+    assert!(second.header().timestamp() >= between);
+
+    drop(stdin);
+    assert!(rx.recv_timeout(deadline).is_err(), "nothing more");
+    assert!(child.wait().unwrap().success());
+    reader.join().unwrap();
 }
 
 #[test]
@@ -700,7 +832,7 @@ fn encode_rejects_bad_lines_naming_the_line_and_the_problem() {
             &good[11..good.len() - 2],
             &good[11..good.len() - 2]
         ),
-        &["params[1]: duplicate key (\"d\", \"p\")"],
+        &["params[1]: duplicate key `d.p`"],
     );
     encode_fails(
         r#"{"params":[{"device":"a\u001fb","param":"p","type":"bool","value":true}]}"#,
@@ -734,6 +866,42 @@ fn encode_leaves_no_partial_output_file() {
             "line 2: header: expected a JSON object, found 5",
         ));
     assert!(!out.exists());
+
+    // An existing OUT is left as it was, and no temporary file stays.
+    fs::write(&out, b"before").unwrap();
+    mframe()
+        .args(["encode", "-o", out.to_str().unwrap()])
+        .write_stdin("{}\nnot json\n")
+        .assert()
+        .code(1);
+    assert_eq!(fs::read(&out).unwrap(), b"before");
+    let names: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["out.mfb"]);
+
+    // A good input replaces it, keeping its permissions.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&out, fs::Permissions::from_mode(0o640)).unwrap();
+        mframe()
+            .args(["encode", "-o", out.to_str().unwrap()])
+            .write_stdin("{\"header\":{\"timestamp\":1}}\n")
+            .assert()
+            .success();
+        assert_eq!(
+            fs::read(&out).unwrap(),
+            Frame::new(Header::from_fields(1, 0, 0, 0, 0, 0, 1, 0))
+                .encode()
+                .unwrap()
+        );
+        assert_eq!(
+            fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+    }
 }
 
 /// `mframe ARGS` on `stdin` fails with exit 1 and a one-line message
@@ -878,7 +1046,7 @@ fn header_does_not_decode_parameters() {
         &bytes,
         &[
             "expected an integer, found marker 0xa2",
-            "(in value of `d␟p`)",
+            "(in value of `d.p`)",
         ],
     );
     fails(&["dump"], &bytes, &["frame 0"]);

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use chromiumoxide::page::ScreenshotParams;
 use chromiumoxide::{Browser, Page};
 use futures_util::StreamExt;
-use messageframe::{Frame, Header};
+use messageframe::{Frame, Header, KeyDisplay};
 use messageframe_testkit::Chromium;
 use serde_json::Value;
 use support::Proc;
@@ -261,6 +261,79 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     assert_eq!(seen, expected.len());
     filter(&page, "filter-source", "").await;
 
+    // 1b. The first look, without a click: the page charts up to four of
+    // the numeric rows by itself, one chart each, each legend showing the
+    // row's latest value (not "--" until hovered); the address stays bare
+    // (nothing chosen yet) and the header counts the rows on charts.
+    let numeric = expected
+        .values()
+        .filter(|e| matches!(e, Expected::Int(_) | Expected::Double(_)))
+        .count();
+    let auto = until(
+        &page,
+        "the default charts",
+        "(() => { const v = window.mframeView; \
+           return v.auto && v.charts.length > 0 && v.charts.every(c => c.plot) \
+             ? v.charts.map(c => [c.ids.length, c.plot.series.length]) : null; })()",
+    )
+    .await;
+    assert_eq!(
+        auto.as_array().unwrap().len(),
+        numeric.min(4),
+        "up to four charts: {auto}"
+    );
+    for chart in auto.as_array().unwrap() {
+        assert_eq!(chart, &serde_json::json!([1, 2]), "one row per chart");
+    }
+    let legends = eval(&page, &legend_values("")).await;
+    for (n, value) in legends.as_array().unwrap().iter().enumerate() {
+        let value = value.as_str().unwrap();
+        assert!(
+            value != "--" && !value.is_empty(),
+            "chart {n}'s legend: {value:?}"
+        );
+    }
+    assert_eq!(eval(&page, "location.hash").await, "");
+    let totals = eval(&page, "document.getElementById('totals').textContent").await;
+    assert!(
+        totals
+            .as_str()
+            .unwrap()
+            .contains(&format!(" · {} on charts · ", numeric.min(4))),
+        "{totals}"
+    );
+
+    // 1c. Keys show in the one human form (`KeyDisplay`, as in `dump
+    // --pretty` and error messages): a part with a dot or a control
+    // character is quoted.
+    let mut odd = Frame::new(Header::from_fields(1, 0, 88, 1234, 0, 1234, 1, 0));
+    odd.add("items.10", "price", "text");
+    odd.add("core", "a\u{1f}b", "text");
+    producer.write_all(&odd.encode().unwrap()).unwrap();
+    until(
+        &page,
+        "source 88 among the choices",
+        "[...document.getElementById('filter-source').options].some(o => o.value === '88')",
+    )
+    .await;
+    filter(&page, "filter-source", "88").await;
+    let keys = until(
+        &page,
+        "the rows of source 88",
+        "(() => { const cells = [...document.querySelectorAll('#rows tbody td.key')]; \
+           return cells.length === 2 ? cells.map(td => td.textContent) : null; })()",
+    )
+    .await;
+    assert_eq!(
+        keys,
+        serde_json::json!([
+            KeyDisplay::new("items.10", "price").to_string(),
+            KeyDisplay::new("core", "a\u{1f}b").to_string()
+        ])
+    );
+    assert_eq!(keys[1], r#"core."a\u001fb""#);
+    filter(&page, "filter-source", "").await;
+
     // 2. Filters: the key text, the target, the message type, combined.
     filter(&page, "filter-text", "SDR_2").await;
     let shown: Vec<String> = table(&page).await.into_keys().collect();
@@ -279,20 +352,71 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     let shown: Vec<String> = table(&page).await.into_keys().collect();
     assert_eq!(shown, ["10/sdr_1/tx_gain", "10/sdr_2/rx_gain"]);
     filter(&page, "filter-type", "").await;
-    filter(&page, "filter-text", "live/").await;
+    filter(&page, "filter-text", "live.").await;
 
-    // 3. Charts: live frames; click x, then y into the same chart; the chart
-    // grows as frames come, with the values sent.
+    // 3. Charts. Live frames: the most active rows (live x and y) take
+    // their place among the default charts by themselves, with their
+    // latest values in the legends.
     let mut live = TcpStream::connect(&frames_addr).unwrap();
-    for seq in 0..20 {
-        live.write_all(&live_frame(seq, seq as f64 * 0.5)).unwrap();
+    let mut seq = 0u64;
+    let deadline = Instant::now() + STEP;
+    loop {
+        for _ in 0..4 {
+            live.write_all(&live_frame(seq, seq as f64 * 0.5)).unwrap();
+            seq += 1;
+        }
+        let shown = eval(
+            &page,
+            "(() => { const v = window.mframeView; if (!v.auto) return null; \
+               const shown = v.charts.map(c => c.ids[0]); \
+               return shown.includes(v.idOfKey.get('77/live/x')) \
+                 && shown.includes(v.idOfKey.get('77/live/y')) && v.charts.every(c => c.plot); })()",
+        )
+        .await;
+        if shown == Value::Bool(true) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the live rows were never charted by themselves"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let latest = |param: &str| {
+        format!(
+            "window.mframeView.rows.get(window.mframeView.idOfKey.get('77/live/{param}')).value"
+        )
+    };
+    until(
+        &page,
+        "the auto legends at the latest values",
+        &format!(
+            "(() => {{ const v = window.mframeView; const legends = {}; \
+               const of = (p) => legends[v.charts.findIndex(c => c.ids[0] === v.idOfKey.get('77/live/' + p))]; \
+               return of('x') === String({}) && of('y') === String({}); }})()",
+            legend_values(""),
+            latest("x"),
+            latest("y"),
+        ),
+    )
+    .await;
     until(
         &page,
         "the live rows",
         "document.querySelectorAll('#rows tbody tr').length === 3",
     )
     .await;
+    let first_look =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("../view-screenshot-first-look.png");
+    page.save_screenshot(
+        ScreenshotParams::builder().full_page(true).build(),
+        &first_look,
+    )
+    .await
+    .expect("a screenshot");
+
+    // The user's own charts: click x, then y, into one chart (the default
+    // charts go); the chart grows as frames come, with the values sent.
     let click = |key: &str| {
         format!("(() => {{ const tr = document.querySelector('#rows tr[data-key=\"{key}\"]'); if (!tr) return false; tr.click(); return true; }})()")
     };
@@ -304,6 +428,7 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
         "a string row is listed"
     );
     assert_eq!(eval(&page, "window.mframeView.charts.length").await, 1);
+    assert_eq!(eval(&page, "window.mframeView.auto").await, false);
     assert_eq!(
         eval(&page, "window.mframeView.charts[0].ids.length").await,
         2,
@@ -311,22 +436,84 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     );
     until(
         &page,
-        "20 points of x and y",
-        "(() => { const p = window.mframeView.charts[0].plot; return p && p.data[0].length === 20 && p.series.length === 3; })()",
+        "every point of x and y so far",
+        &format!("(() => {{ const p = window.mframeView.charts[0].plot; return p && p.data[0].length === {seq} && p.series.length === 3; }})()"),
     )
     .await;
-    for seq in 20..50 {
-        live.write_all(&live_frame(seq, seq as f64 * 0.5)).unwrap();
+    let end = seq + 30;
+    for s in seq..end {
+        live.write_all(&live_frame(s, s as f64 * 0.5)).unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    seq = end;
     let last = until(
         &page,
         "the chart updated with the new frames",
-        "(() => { const d = window.mframeView.charts[0].plot.data; \
-           return d[0].length === 50 ? [d[0][49], d[1][49], d[2][49]] : null; })()",
+        &format!(
+            "(() => {{ const d = window.mframeView.charts[0].plot.data; const n = d[0].length; \
+               return n === {seq} ? [d[0][n - 1], d[1][n - 1], d[2][n - 1]] : null; }})()"
+        ),
     )
     .await;
-    assert_eq!(last, serde_json::json!([1_800_000_000.49, 24.5, 98]));
+    let t = (1_800_000_000_000 + (seq - 1) * 10) as f64 / 1000.0;
+    assert_eq!(
+        last,
+        serde_json::json!([t, (seq - 1) as f64 * 0.5, (seq - 1) * 2])
+    );
+    // The legends show the latest values without a hover.
+    until(
+        &page,
+        "the legends at the latest values",
+        &format!(
+            "JSON.stringify({}) === JSON.stringify([String({}), String({})])",
+            legend_values("0"),
+            (seq - 1) as f64 * 0.5,
+            (seq - 1) * 2
+        ),
+    )
+    .await;
+    let time = eval(
+        &page,
+        "window.mframeView.charts[0].plot.root.querySelector('.u-legend .u-series .u-value').textContent",
+    )
+    .await;
+    assert!(
+        time.as_str()
+            .is_some_and(|t| t.ends_with(&format!(".{:03}", (seq - 1) * 10 % 1000))),
+        "the header time legend shows the latest point's time: {time}"
+    );
+    let totals = eval(&page, "document.getElementById('totals').textContent").await;
+    assert!(
+        totals.as_str().unwrap().contains(" · 2 on charts · "),
+        "{totals}"
+    );
+
+    // The charts are in the address: a reload shows the same ones.
+    assert_eq!(
+        eval(&page, "location.hash").await,
+        "#charts=77/live/x,77/live/y"
+    );
+    let ids = eval(&page, "window.mframeView.charts[0].ids").await;
+    eval(&page, "window.beforeReload = true").await;
+    page.reload().await.expect("the page reloads");
+    until(
+        &page,
+        "the reloaded page, live",
+        "!window.beforeReload && document.getElementById('conn').textContent === 'live'",
+    )
+    .await;
+    let restored = until(
+        &page,
+        "the charts restored from the address",
+        &format!(
+            "(() => {{ const v = window.mframeView; const c = v.charts[0]; \
+               return !v.auto && v.charts.length === 1 && c.plot && c.plot.data[0].length === {seq} \
+                 ? c.ids : null; }})()"
+        ),
+    )
+    .await;
+    assert_eq!(restored, ids);
+    filter(&page, "filter-text", "live.").await;
 
     // 4. A malformed frame on another connection: an error row naming the
     // connection; the viewer goes on.
@@ -355,11 +542,12 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
         eval(&page, "document.getElementById('error-count').textContent").await,
         "1"
     );
-    live.write_all(&live_frame(50, 100.0)).unwrap();
+    live.write_all(&live_frame(seq, 100.0)).unwrap();
+    seq += 1;
     until(
         &page,
         "a frame after the error",
-        "window.mframeView.rows.get([...window.mframeView.rows.values()].find(r => r.param === 'x').id).count === 51",
+        &format!("window.mframeView.rows.get([...window.mframeView.rows.values()].find(r => r.param === 'x').id).count === {seq}"),
     )
     .await;
 
@@ -374,7 +562,7 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
     let snapshot = |v: Value| (v[0].as_u64().unwrap(), v[1].as_u64().unwrap());
     let (updates_before, now_before) = snapshot(eval(&page, pushed).await);
     let started = Instant::now();
-    let mut seq = 51;
+    let flood_start = seq;
     let mut last_check = started;
     let (updates, span_ms) = loop {
         let batch: Vec<u8> = (seq..seq + 200)
@@ -395,7 +583,7 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
             started.elapsed() < STEP,
             "only {updates} page updates in {:?} while {} frames came",
             started.elapsed(),
-            seq - 51
+            seq - flood_start
         );
     };
     // Pushes are 50 ms apart on the server's interval; a tick that fires up
@@ -405,7 +593,7 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
         updates <= span_ms / 40 + 1,
         "{updates} updates in {span_ms} ms of the server's clock"
     );
-    let frames_sent = seq - 51;
+    let frames_sent = seq - flood_start;
     assert!(
         frames_sent >= 100 * updates,
         "{frames_sent} frames, {updates} updates: updates are not throttled"
@@ -470,6 +658,32 @@ async fn the_page_shows_charts_filters_and_errors_in_a_real_browser() {
         log.contains(&format!("view: {bad_peer}: frame 0 (starts at byte 0)")),
         "{log}"
     );
+    // Connections are summarised, not a line each; the last line counts
+    // them all: the golden producer, the live one, the bad one.
+    assert!(
+        !log.contains(": connected") && !log.contains("closed after"),
+        "{log}"
+    );
+    assert!(log.contains("view: producers: +"), "{log}");
+    assert!(
+        log.contains(&format!(
+            "view: producers: 3 connections and {} frames in all",
+            frames.len() as u64 + 1 + seq
+        )),
+        "{log}"
+    );
+}
+
+/// A script giving the legend values (the latest unless hovered) of the
+/// rows of chart `chart` (`""`: of every chart, the first row of each).
+fn legend_values(chart: &str) -> String {
+    let values = "[...c.plot.root.querySelectorAll('.u-legend .u-series')].slice(1)\
+                  .map(tr => tr.querySelector('.u-value').textContent)";
+    if chart.is_empty() {
+        format!("window.mframeView.charts.map(c => {values}[0])")
+    } else {
+        format!("(() => {{ const c = window.mframeView.charts[{chart}]; return {values}; }})()")
+    }
 }
 
 /// `GET path` on the page's server: the status and the body.

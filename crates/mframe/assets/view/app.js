@@ -2,10 +2,21 @@
 // second, only what changed); this script keeps the rows, the points of the
 // charts it asked for, and draws them. window.mframeView is its state, for
 // people with a console and for the browser tests.
+//
+// Charts: until the user picks rows, the page charts the most active
+// numeric rows by itself (auto: one chart each, re-picked every second).
+// The user's charts are kept in the address, `#charts=ROW,ROW;ROW`, a row
+// being `source/device/param` (device and param URI-encoded), so that a
+// reload or a shared link shows the same charts.
+//
+// Everything is in this file and the stylesheet (no inline script or
+// style), so the page runs under a `default-src 'self'` policy.
 "use strict";
 (() => {
   const MAX_SHOWN = 500; // table rows in the DOM at once
   const MAX_ERRORS_SHOWN = 100;
+  const AUTO_CHARTS = 4; // rows charted by themselves until the user picks
+  const AUTO_EVERY_MS = 1000; // how often the auto charts are re-picked
   const COLORS = ["#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f", "#5d4037", "#ad1457"];
   const $ = (s) => document.querySelector(s);
 
@@ -14,8 +25,10 @@
     updateRate: 0, // updates in the last whole second
     rows: new Map(), // id -> row as pushed
     series: new Map(), // id -> {x: seconds[], v: number[]}
-    charts: [], // {el, ids: [], plot}
+    charts: [], // {el, ids: [], pending: [row keys not seen yet], plot, auto}
     active: null,
+    auto: false, // charting the most active rows until the user picks
+    idOfKey: new Map(), // row key (as in the address) -> id
     clockOffset: 0, // Date.now() - server's now
     limits: null,
     errorCount: 0,
@@ -68,11 +81,17 @@
     view.clockOffset = Date.now() - u.now;
     view.limits = u.limits;
     const changed = [];
+    let newRows = false;
     for (const r of u.rows) {
-      if (!view.rows.has(r.id)) tableDirty = true;
+      if (!view.rows.has(r.id)) {
+        tableDirty = true;
+        newRows = true;
+        view.idOfKey.set(rowKey(r), r.id);
+      }
       view.rows.set(r.id, r);
       changed.push(r.id);
     }
+    if (newRows) resolvePending();
     const dirtyCharts = new Set();
     for (const [key, s] of Object.entries(u.series)) {
       const id = Number(key);
@@ -110,6 +129,7 @@
       for (const id of changed) refreshRow(id, f);
     }
     for (const n of dirtyCharts) drawChart(view.charts[n]);
+    autoPick();
     renderSources(u);
     renderAttachments(u.attachments);
     renderErrors(u);
@@ -145,7 +165,7 @@
       (f.src === "" || String(r.source) === f.src) &&
       (f.tgt === "" || String(r.target) === f.tgt) &&
       (f.typ === "" || String(r.type) === f.typ) &&
-      (f.text === "" || `${r.device}/${r.param}`.toLowerCase().includes(f.text))
+      (f.text === "" || r.key.toLowerCase().includes(f.text))
     );
   }
 
@@ -162,8 +182,8 @@
       if (matching > MAX_SHOWN) continue;
       const tr = document.createElement("tr");
       tr.dataset.id = r.id;
-      tr.dataset.key = `${r.source}/${r.device}/${r.param}`;
-      for (const c of ["source", "device", "param", "target", "type", "kind", "value", "age", "rate", "count"]) {
+      tr.dataset.key = rowKey(r);
+      for (const c of ["source", "key", "target", "type", "kind", "value", "age", "rate", "count"]) {
         const td = document.createElement("td");
         td.className = c;
         if (["value", "age", "rate", "count"].includes(c)) td.classList.add("num");
@@ -202,23 +222,23 @@
     }
     const cells = tr.children;
     cells[0].textContent = r.source;
-    cells[1].textContent = r.device;
-    cells[2].textContent = r.param;
-    cells[3].textContent = r.target;
-    cells[4].textContent = r.type;
-    cells[5].textContent = r.kind;
+    cells[1].textContent = r.key;
+    cells[1].title = r.key;
+    cells[2].textContent = r.target;
+    cells[3].textContent = r.type;
+    cells[4].textContent = r.kind;
     tr.classList.toggle("uncharted", r.chart_refused);
-    cells[5].title = r.chart_refused ? "not charted: more numeric rows than --max-charted" : "";
-    cells[6].textContent = fmtValue(r);
-    cells[6].title = fmtValue(r);
-    cells[8].textContent = r.rate;
-    cells[9].textContent = r.count;
+    cells[4].title = r.chart_refused ? "not charted: more numeric rows than --max-charted" : "";
+    cells[5].textContent = fmtValue(r);
+    cells[5].title = fmtValue(r);
+    cells[7].textContent = r.rate;
+    cells[8].textContent = r.count;
     tr.classList.toggle("numeric", r.charted);
     refreshAge(tr, r);
   }
 
   function refreshAge(tr, r) {
-    tr.children[7].textContent = fmtAge(Date.now() - view.clockOffset - r.seen);
+    tr.children[6].textContent = fmtAge(Date.now() - view.clockOffset - r.seen);
   }
 
   setInterval(() => {
@@ -239,13 +259,18 @@
 
   // ---- charts ------------------------------------------------------------
 
-  function newChart() {
+  // A row's identity across viewers and restarts (ids are not): the key of
+  // the address.
+  function rowKey(r) {
+    return `${r.source}/${encodeURIComponent(r.device)}/${encodeURIComponent(r.param)}`;
+  }
+
+  function newChart(auto = false) {
     const el = document.createElement("div");
-    el.className = "chart";
+    el.className = auto ? "chart auto" : "chart";
     const bar = document.createElement("div");
     bar.className = "bar";
     const title = document.createElement("span");
-    title.textContent = `chart ${view.charts.length + 1}`;
     const close = document.createElement("button");
     close.type = "button";
     close.textContent = "close";
@@ -253,31 +278,95 @@
     const plot = document.createElement("div");
     el.append(bar, plot);
     $("#charts").appendChild(el);
-    const chart = { el, plotEl: plot, ids: [], plot: null };
+    const chart = { el, titleEl: title, plotEl: plot, ids: [], pending: [], plot: null, auto };
     view.charts.push(chart);
     el.addEventListener("click", () => activate(chart));
     close.addEventListener("click", (e) => {
       e.stopPropagation();
-      if (chart.plot) chart.plot.destroy();
-      el.remove();
-      view.charts = view.charts.filter((c) => c !== chart);
-      if (view.active === chart) view.active = view.charts[view.charts.length - 1] || null;
+      leaveAuto();
+      closeChart(chart);
       if (view.active) activate(view.active);
-      markCharted();
-      sendCharts();
+      chartsChanged();
     });
-    activate(chart);
+    if (!auto) activate(chart);
     return chart;
   }
 
+  function closeChart(chart) {
+    if (chart.plot) chart.plot.destroy();
+    chart.el.remove();
+    view.charts = view.charts.filter((c) => c !== chart);
+    if (view.active === chart) view.active = view.charts.filter((c) => !c.auto).pop() || null;
+  }
+
+  function closeAll() {
+    for (const c of [...view.charts]) closeChart(c);
+    view.active = null;
+  }
+
   function activate(chart) {
+    if (chart.auto) return;
     view.active = chart;
     for (const c of view.charts) c.el.classList.toggle("active", c === chart);
   }
 
-  $("#new-chart").addEventListener("click", () => newChart());
+  // After any change of the charted rows: the server, the table's marks,
+  // the titles, the address, the header.
+  function chartsChanged() {
+    markCharted();
+    sendCharts();
+    view.charts.forEach((c, i) => {
+      c.titleEl.textContent = chartTitle(c, i);
+    });
+    $("#chart-note").textContent = view.auto
+      ? `Charting the ${AUTO_CHARTS} most active numeric rows by themselves; click rows to choose your own charts.`
+      : "";
+    writeHash();
+    if (view.last) renderTotals(view.last);
+  }
+
+  function chartTitle(chart, i) {
+    if (chart.auto) return `most active: ${label(chart.ids[0])}`;
+    const waiting = chart.pending.length ? ` (waiting for ${chart.pending.map(decodeKey).join(", ")})` : "";
+    return `chart ${i + 1}${waiting}`;
+  }
+
+  function decodeKey(k) {
+    const [source, device, param] = k.split("/");
+    try {
+      return `${decodeURIComponent(device)}.${decodeURIComponent(param)} (source ${source})`;
+    } catch (e) {
+      return k;
+    }
+  }
+
+  // The auto charts end at the user's first choice: a row clicked or a new
+  // chart replaces them; closing one keeps the others as the user's.
+  function leaveAuto(replace = false) {
+    if (!view.auto) return;
+    view.auto = false;
+    if (replace) closeAll();
+    for (const c of view.charts) {
+      c.auto = false;
+      c.el.classList.remove("auto");
+      if (c.plot) {
+        c.plot.destroy();
+        c.plot = null;
+        drawChart(c);
+      }
+    }
+    view.active = view.charts[view.charts.length - 1] || null;
+    if (view.active) activate(view.active);
+  }
+
+  $("#new-chart").addEventListener("click", () => {
+    leaveAuto(true);
+    newChart();
+    chartsChanged();
+  });
 
   function toggleChart(id) {
+    leaveAuto(true);
     const chart = view.active || newChart();
     const at = chart.ids.indexOf(id);
     if (at >= 0) chart.ids.splice(at, 1);
@@ -286,10 +375,92 @@
       chart.plot.destroy();
       chart.plot = null;
     }
-    markCharted();
-    sendCharts();
+    chartsChanged();
     drawChart(chart);
   }
+
+  // Until the user picks: the AUTO_CHARTS numeric rows updated most often
+  // (a row already shown stays unless another is more than twice as
+  // active, so that the charts do not jump between rows of equal rates).
+  let lastAutoPick = 0;
+  function autoPick(force = false) {
+    if (!view.auto) return;
+    const now = Date.now();
+    if (!force && view.charts.length > 0 && now - lastAutoPick < AUTO_EVERY_MS) return;
+    lastAutoPick = now;
+    const shown = new Set(view.charts.flatMap((c) => c.ids));
+    const score = (r) => r.rate * (shown.has(r.id) ? 2 : 1);
+    const picked = [...view.rows.values()]
+      .filter((r) => r.charted)
+      .sort((a, b) => score(b) - score(a) || shown.has(b.id) - shown.has(a.id) || b.count - a.count || a.id - b.id)
+      .slice(0, AUTO_CHARTS)
+      .map((r) => r.id);
+    if (picked.length === shown.size && picked.every((id) => shown.has(id))) return;
+    for (const c of [...view.charts]) if (!picked.includes(c.ids[0])) closeChart(c);
+    for (const id of picked) {
+      if (!view.charts.some((c) => c.ids[0] === id)) newChart(true).ids.push(id);
+    }
+    chartsChanged();
+    view.charts.forEach(drawChart);
+  }
+
+  // ---- the address: #charts=ROW,ROW;ROW ------------------------------------
+
+  function writeHash() {
+    if (view.auto) return;
+    const charts = view.charts.map((c) =>
+      [...c.ids.map((id) => view.rows.get(id)).filter(Boolean).map(rowKey), ...c.pending].join(","),
+    );
+    const hash = "#charts=" + charts.join(";");
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+  }
+
+  // The charts the address asks for (lists of row keys), or null when it
+  // asks for none (then the page charts the most active rows).
+  function readHash() {
+    if (!location.hash.startsWith("#charts=")) return null;
+    const body = location.hash.slice("#charts=".length);
+    return body === "" ? [] : body.split(";").map((c) => c.split(",").filter((k) => k !== ""));
+  }
+
+  function fromHash() {
+    const wanted = readHash();
+    closeAll();
+    view.auto = wanted === null;
+    lastAutoPick = 0;
+    for (const keys of wanted || []) newChart().pending = keys;
+    resolvePending();
+    view.charts.forEach(drawChart);
+    chartsChanged();
+    autoPick(true);
+  }
+
+  // Rows of the address that have arrived go on their charts; those that
+  // cannot be charted (strings, rows beyond --max-charted) are dropped.
+  function resolvePending() {
+    let changed = false;
+    for (const c of view.charts) {
+      const keep = [];
+      for (const k of c.pending) {
+        const id = view.idOfKey.get(k);
+        const r = id === undefined ? null : view.rows.get(id);
+        if (!r) keep.push(k);
+        else if (r.charted && !c.ids.includes(id)) c.ids.push(id);
+      }
+      if (keep.length !== c.pending.length) {
+        c.pending = keep;
+        changed = true;
+        if (c.plot) {
+          c.plot.destroy();
+          c.plot = null;
+        }
+        drawChart(c);
+      }
+    }
+    if (changed) chartsChanged();
+  }
+
+  window.addEventListener("hashchange", fromHash);
 
   function markCharted() {
     const colorOf = new Map();
@@ -302,7 +473,7 @@
 
   function label(id) {
     const r = view.rows.get(id);
-    return r ? `${r.device}/${r.param} (${r.source})` : `row ${id}`;
+    return r ? `${r.key} (source ${r.source})` : `row ${id}`;
   }
 
   function chartData(chart) {
@@ -326,31 +497,71 @@
   }
   const yAxis = { size: 60, values: (u, vals) => vals.map(shortNum) };
 
+  // A legend value: under the cursor when there is one, otherwise the
+  // latest point (uPlot's default would read "--" until hovered).
+  function legendNum(v) {
+    return Number.isInteger(v) ? String(v) : String(+v.toPrecision(7));
+  }
+  function legendValue(u, v, si, idx) {
+    if (idx == null) {
+      const d = u.data[si];
+      for (let i = d.length - 1; i >= 0; i--) if (d[i] != null) return legendNum(d[i]);
+      return "--";
+    }
+    return v == null ? "--" : legendNum(v);
+  }
+
+  // The header time of the point under the cursor, or of the latest one:
+  // local time to the millisecond, as the axis (uPlot's default legend
+  // drops the milliseconds).
+  function timeValue(u, v, si, idx) {
+    const x = u.data[0];
+    const t = idx == null ? x[x.length - 1] : v;
+    if (t == null) return "--";
+    const d = new Date(t * 1000);
+    const p = (n, w = 2) => String(n).padStart(w, "0");
+    return (
+      `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` +
+      `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`
+    );
+  }
+
   function drawChart(chart) {
-    if (!chart || chart.ids.length === 0) {
-      if (chart && chart.plot) chart.plot.destroy();
-      if (chart) chart.plot = null;
+    if (!chart) return;
+    if (chart.ids.length === 0) {
+      if (chart.plot) chart.plot.destroy();
+      chart.plot = null;
+      chart.plotEl.textContent = "";
+      const empty = document.createElement("div");
+      empty.className = "empty";
+      empty.textContent = chart.pending.length
+        ? "waiting for its rows to arrive"
+        : "click a numeric row to chart it here";
+      chart.plotEl.appendChild(empty);
       return;
     }
     const data = chartData(chart);
     if (chart.plot) {
       chart.plot.setData(data);
+      chart.plot.setLegend(); // the latest values, unless hovered
       return;
     }
+    chart.plotEl.textContent = "";
     const width = Math.max(300, chart.el.clientWidth - 10);
     chart.plot = new uPlot(
       {
         width,
-        height: 220,
+        height: chart.auto ? 150 : 220,
         scales: { x: { time: true } },
         axes: [{}, yAxis],
         series: [
-          { label: "header time" },
+          { label: "header time", value: timeValue },
           ...chart.ids.map((id, i) => ({
             label: label(id),
             stroke: COLORS[i % COLORS.length],
             width: 1.5,
             spanGaps: true,
+            value: legendValue,
           })),
         ],
       },
@@ -514,18 +725,24 @@
   }
 
   function renderTotals(u) {
-    $("#totals").textContent =
-      `${u.frames} frames · ${u.tracked} rows · ${u.charted} charted · ` +
-      `${view.updateRate} page updates/s`;
     const l = u.limits;
+    const onCharts = new Set(view.charts.flatMap((c) => c.ids)).size;
+    $("#totals").textContent =
+      `${u.frames} frames · ${u.tracked} rows · ${onCharts} on charts · ` +
+      `${view.updateRate} page updates/s`;
+    $("#totals").title =
+      `${onCharts} rows drawn on this page's charts; ${u.charted} numeric rows record points ` +
+      `for charts (at most ${l.max_charted}, --max-charted)`;
     $("#limits").textContent =
       `rows: ${u.tracked} of at most ${l.max_keys} (--max-keys); ` +
-      `charted: ${u.charted} of at most ${l.max_charted} (--max-charted), ${l.points} points each (--points); ` +
+      `numeric rows recording points for charts: ${u.charted} of at most ${l.max_charted} (--max-charted), ` +
+      `${l.points} points each (--points); ` +
       `attachments served up to ${l.max_attachment} bytes (--max-attachment). ` +
       `Dropped: ${u.dropped_values} parameter values of keys beyond the limit, ` +
       `${u.dropped_attachments} attachments.`;
     $("#limits").dataset.dropped = u.dropped_values;
   }
 
+  fromHash();
   connect();
 })();

@@ -144,7 +144,7 @@ pub(crate) fn run(args: &ViewArgs) -> Result<(), Failure> {
         stdout.flush()?;
         status(format_args!("view: serving the page on http://{local}/"));
         let served = server::serve(listener, state, super::shutdown_signal()).await;
-        input.abort();
+        input.stop();
         served.map_err(|e| Failure::Bad(format!("the page's server failed: {e}")))
     });
     // The pages' connections and the inputs' tasks end here, at once.

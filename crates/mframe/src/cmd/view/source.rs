@@ -4,8 +4,15 @@
 //! whose byte stream cannot be framed any more is closed (others stay), a
 //! framed frame that does not decode is skipped, a file whose framing
 //! breaks stops being read (the page stays).
+//!
+//! TCP producers come and go by the thousand (one connection per frame is
+//! common): their connections are summarised on stderr ([`Producers`]), a
+//! line at the first change and then at most one per
+//! [`SUMMARY_EVERY`], instead of a line per connection; a connection's
+//! error still has a line of its own.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,6 +22,7 @@ use messageframe::codec::RawFrameCodec;
 use messageframe::{Decoder, FrameView, Header, StreamError};
 use messageframe_nats::{Event, Filter};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
@@ -56,16 +64,119 @@ impl Feed {
     }
 }
 
-/// Starts reading `origin` in the background; what is returned stops it
-/// when aborted (a file is read by a thread of its own, which ends with the
-/// process).
+/// The shortest time between two status lines about producer connections.
+pub(crate) const SUMMARY_EVERY: Duration = Duration::from_secs(10);
+
+/// The TCP producers' connections and frames, counted for the status
+/// lines.
+#[derive(Debug, Default)]
+pub(crate) struct Producers {
+    opened: AtomicU64,
+    closed: AtomicU64,
+    frames: AtomicU64,
+    changed: Notify,
+}
+
+impl Producers {
+    fn opened(&self) {
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        self.changed.notify_one();
+    }
+
+    fn closed(&self) {
+        self.closed.fetch_add(1, Ordering::Relaxed);
+        self.changed.notify_one();
+    }
+
+    fn frame(&self) {
+        self.frames.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (connections opened, closed, frames), all so far.
+    fn totals(&self) -> (u64, u64, u64) {
+        (
+            self.opened.load(Ordering::Relaxed),
+            self.closed.load(Ordering::Relaxed),
+            self.frames.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The last line, at the end: every connection and frame.
+    fn final_line(&self) -> Option<String> {
+        let (opened, _, frames) = self.totals();
+        (opened > 0).then(|| {
+            format!(
+                "producers: {opened} connection{} and {frames} frame{} in all",
+                plural(opened),
+                plural(frames)
+            )
+        })
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Writes a line through `line` when connections opened or closed: at once
+/// for the first change, then at most one per [`SUMMARY_EVERY`], each
+/// counting what happened since the one before. Nothing while nothing
+/// changes.
+pub(crate) async fn summarise(producers: Arc<Producers>, mut line: impl FnMut(String)) {
+    let mut reported = (0, 0);
+    let mut last: Option<tokio::time::Instant> = None;
+    loop {
+        producers.changed.notified().await;
+        if let Some(last) = last {
+            tokio::time::sleep_until(last + SUMMARY_EVERY).await;
+        }
+        let (opened, closed, frames) = producers.totals();
+        if (opened, closed) == reported {
+            // Changes already in the last line woke us.
+            continue;
+        }
+        line(format!(
+            "producers: +{} connected, +{} closed; {} open, {frames} frame{} in all",
+            opened - reported.0,
+            closed - reported.1,
+            opened - closed,
+            plural(frames)
+        ));
+        reported = (opened, closed);
+        last = Some(tokio::time::Instant::now());
+    }
+}
+
+/// An input being read.
+pub(crate) struct Running {
+    task: JoinHandle<()>,
+    producers: Option<Arc<Producers>>,
+}
+
+impl Running {
+    /// Stops reading (a file's thread ends with the process) and writes the
+    /// producers' last line.
+    pub(crate) fn stop(self) {
+        self.task.abort();
+        if let Some(line) = self.producers.and_then(|p| p.final_line()) {
+            status(format_args!("view: {line}"));
+        }
+    }
+}
+
+/// Starts reading `origin` in the background, until [`Running::stop`].
 pub(crate) async fn start(
     origin: Origin,
     args: &ViewArgs,
     state: Arc<Mutex<State>>,
-) -> Result<JoinHandle<()>, Failure> {
+) -> Result<Running, Failure> {
     let feed = Feed::new(state, args.filter.filter());
-    Ok(match origin {
+    let mut producers = None;
+    let task = match origin {
         Origin::Tcp(addr) => {
             let listener = TcpListener::bind(&addr)
                 .await
@@ -74,7 +185,14 @@ pub(crate) async fn start(
                 .local_addr()
                 .map_err(|e| Failure::Bad(format!("cannot listen on {addr}: {e}")))?;
             status(format_args!("view: frames: listening on {local}"));
-            tokio::spawn(accept(listener, feed))
+            let counts = Arc::new(Producers::default());
+            producers = Some(counts.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = accept(listener, feed, counts.clone()) => {}
+                    () = summarise(counts, |line| status(format_args!("view: {line}"))) => {}
+                }
+            })
         }
         Origin::Nats(url) => {
             let client = nats::connect(&url, &args.connection, "view").await?;
@@ -103,14 +221,20 @@ pub(crate) async fn start(
             std::thread::spawn(move || replay(&input, speed, &feed));
             tokio::spawn(async {})
         }
-    })
+    };
+    Ok(Running { task, producers })
 }
 
-async fn accept(listener: TcpListener, feed: Feed) {
+async fn accept(listener: TcpListener, feed: Feed, producers: Arc<Producers>) {
     loop {
         match listener.accept().await {
             Ok((socket, peer)) => {
-                tokio::spawn(connection(socket, peer, feed.clone()));
+                producers.opened();
+                let (feed, producers) = (feed.clone(), producers.clone());
+                tokio::spawn(async move {
+                    connection(socket, peer, feed, &producers).await;
+                    producers.closed();
+                });
             }
             Err(e) => {
                 status(format_args!("view: cannot accept a connection: {e}"));
@@ -121,8 +245,7 @@ async fn accept(listener: TcpListener, feed: Feed) {
     }
 }
 
-async fn connection(socket: TcpStream, peer: SocketAddr, feed: Feed) {
-    status(format_args!("view: {peer}: connected"));
+async fn connection(socket: TcpStream, peer: SocketAddr, feed: Feed, producers: &Producers) {
     let decoder = Decoder::new();
     let mut frames = FramedRead::new(socket, RawFrameCodec::with_decoder(decoder));
     let (mut index, mut start) = (0usize, 0usize);
@@ -146,6 +269,7 @@ async fn connection(socket: TcpStream, peer: SocketAddr, feed: Feed) {
                 return;
             }
         };
+        producers.frame();
         match decoder.view(&raw.bytes) {
             Ok(view) => feed.frame(&view, Some(&raw.bytes)),
             Err(e) => feed.error(
@@ -159,7 +283,6 @@ async fn connection(socket: TcpStream, peer: SocketAddr, feed: Feed) {
         start += raw.bytes.len();
         index += 1;
     }
-    status(format_args!("view: {peer}: closed after {index} frames"));
 }
 
 async fn subscription(mut frames: messageframe_nats::RawSubscription, feed: Feed) {
@@ -263,4 +386,56 @@ fn replay(input: &Input, speed: f64, feed: &Feed) {
     status(format_args!(
         "view: {name}: {frames} frames replayed; the page stays up until Ctrl-C"
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 1,000 connections in two (virtual) seconds, then quiet: one line at
+    /// the first, one for the rest once ten seconds have passed, then
+    /// nothing.
+    #[tokio::test(start_paused = true)]
+    async fn connections_are_summarised_not_logged_one_by_one() {
+        let producers = Arc::new(Producers::default());
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let out = lines.clone();
+        let reporter = tokio::spawn(summarise(producers.clone(), move |line| {
+            out.lock()
+                .unwrap()
+                .push((tokio::time::Instant::now(), line));
+        }));
+        let started = tokio::time::Instant::now();
+        for _ in 0..1_000 {
+            producers.opened();
+            for _ in 0..3 {
+                producers.frame();
+            }
+            producers.closed();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        producers.opened(); // still open
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        reporter.abort();
+        let lines = lines.lock().unwrap().clone();
+        let text: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(
+            text,
+            [
+                // The reporter runs after the first connection's frames.
+                "producers: +1 connected, +1 closed; 0 open, 3 frames in all",
+                "producers: +1000 connected, +999 closed; 1 open, 3000 frames in all",
+            ]
+        );
+        assert!(
+            lines[0].0 - started < Duration::from_millis(1),
+            "the first at once"
+        );
+        assert_eq!(lines[1].0 - lines[0].0, SUMMARY_EVERY);
+        assert_eq!(
+            producers.final_line().as_deref(),
+            Some("producers: 1001 connections and 3000 frames in all")
+        );
+        assert_eq!(Producers::default().final_line(), None);
+    }
 }

@@ -21,7 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use messageframe::{FrameView, Header, ValueRef};
+use messageframe::{FrameView, Header, KeyDisplay, ValueRef};
 use serde::Serialize;
 
 /// The bounds of a [`State`].
@@ -734,12 +734,24 @@ struct RowsOut<'a> {
     since: u64,
 }
 
+/// A key in the form people read (`messageframe::KeyDisplay`): the page
+/// shows it as it is, so that the viewer, `dump --pretty` and error
+/// messages print keys alike.
+struct KeyOut<'a>(KeyDisplay<'a>);
+
+impl Serialize for KeyOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
 #[derive(Serialize)]
 struct RowOut<'a> {
     id: usize,
     source: u32,
     device: &'a str,
     param: &'a str,
+    key: KeyOut<'a>,
     target: u32,
     #[serde(rename = "type")]
     message_type: i32,
@@ -765,6 +777,7 @@ impl Serialize for RowsOut<'_> {
                     source: r.source,
                     device: &r.device,
                     param: &r.param,
+                    key: KeyOut(KeyDisplay::new(&r.device, &r.param)),
                     target: r.target,
                     message_type: r.message_type,
                     kind: r.value.type_name(),
@@ -1064,6 +1077,7 @@ mod tests {
         let first = update(&state, &mut cursor).unwrap();
         assert_eq!(first["rows"].as_array().unwrap().len(), 2);
         assert_eq!(first["rows"][1]["value"], 2.0);
+        assert_eq!(first["rows"][1]["key"], "d.b");
         assert!(update(&state, &mut cursor).is_none(), "nothing new");
         ingest(&mut state, &frame(1, 101, &[("d", "b", 3.0)]));
         state.error("127.0.0.1:5", "frame 3 (starts at byte 9): bad");
@@ -1094,5 +1108,27 @@ mod tests {
         ingest(&mut state, &f.encode().unwrap());
         let fifth = update(&state, &mut cursor).unwrap();
         assert_eq!(fifth["rows"][0]["value"], "9223372036854775807");
+    }
+
+    /// The page shows keys as `KeyDisplay` prints them (as `dump --pretty`
+    /// and error messages do); device and param stay apart too.
+    #[test]
+    fn rows_carry_their_key_in_the_one_human_form() {
+        let mut state = State::new(limits(10, 10, 100));
+        ingest(
+            &mut state,
+            &frame(
+                1,
+                100,
+                &[("items.10", "price", 1.0), ("core", "a\u{1f}b", 2.0)],
+            ),
+        );
+        let update: serde_json::Value =
+            serde_json::from_str(&state.update(&mut Cursor::default()).unwrap()).unwrap();
+        let rows = update["rows"].as_array().unwrap();
+        assert_eq!(rows[0]["key"], r#""items.10".price"#);
+        assert_eq!(rows[0]["device"], "items.10");
+        assert_eq!(rows[1]["key"], r#"core."a\u001fb""#);
+        assert_eq!(rows[1]["param"], "a\u{1f}b");
     }
 }
