@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use crate::cmd::{self, dump::Style, relay};
 use crate::failure::Failure;
 use crate::input::Input;
+use crate::net::{ClientTlsArgs, ServerArgs};
 
 #[derive(Parser)]
 #[command(
@@ -74,6 +75,8 @@ enum Command {
         /// Print a view for people instead of JSON.
         #[arg(long)]
         pretty: bool,
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// Stream the frames of FILE (or stdin) to a listener at ADDR.
     Send {
@@ -82,6 +85,8 @@ enum Command {
         addr: String,
         #[command(flatten)]
         input: Input,
+        #[command(flatten)]
+        tls: ClientTlsArgs,
     },
     /// Forward frames to consumers by their header's target, reading only headers.
     Relay {
@@ -148,12 +153,13 @@ fn run(command: Command) -> Result<(), Failure> {
             addr,
             with_data,
             pretty,
+            server,
         } => {
             // The listener writes stdout from its own thread.
             drop(out);
-            return cmd::listen::run(&addr, Style::new(with_data, pretty));
+            return cmd::listen::run(&addr, Style::new(with_data, pretty), &server);
         }
-        Command::Send { addr, input } => cmd::send::run(&addr, &input)?,
+        Command::Send { addr, input, tls } => cmd::send::run(&addr, &input, &tls)?,
         Command::Relay {
             listen,
             routes,
