@@ -155,7 +155,10 @@ async fn serve(addr: &str, style: Style, server: Server) -> Result<(), Failure> 
             Counters::get(&c.no_memory),
             "closed for want of buffer memory",
         ),
-        (Counters::get(&c.handshakes_failed), "failed the TLS handshake"),
+        (
+            Counters::get(&c.handshakes_failed),
+            "failed the TLS handshake",
+        ),
     ] {
         if n > 0 {
             report.push_str(&format!("; {n} {what}"));

@@ -36,6 +36,7 @@ impl Budget {
     }
 
     /// Bytes taken now.
+    #[cfg(test)]
     pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }

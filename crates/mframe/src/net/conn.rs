@@ -291,11 +291,7 @@ impl FrameConn {
         let len = self.buf.len();
         let cap = self.buf.capacity();
         let need = self.need.max(1);
-        let room = if self.busy {
-            READ
-        } else {
-            need.min(READ)
-        };
+        let room = if self.busy { READ } else { need.min(READ) };
         if cap - len >= room {
             return Ok(());
         }
@@ -318,11 +314,6 @@ impl FrameConn {
         // `Vec` asks the allocator for exactly this capacity.
         self.charged += extra;
         Ok(())
-    }
-
-    /// The stream itself, to write to the peer.
-    pub(crate) fn stream(&mut self) -> &mut (dyn Stream + '_) {
-        &mut *self.io
     }
 }
 

@@ -163,6 +163,7 @@ impl RateLog {
     }
 
     /// Lines suppressed since the start.
+    #[cfg(test)]
     pub(crate) fn suppressed(&self) -> u64 {
         self.total_suppressed
             .load(std::sync::atomic::Ordering::Relaxed)

@@ -188,7 +188,11 @@ pub(crate) fn parse_bytes(text: &str) -> Result<usize, String> {
         "k" | "kb" | "kib" => 10,
         "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
-        _ => return Err(format!("`{text}` is not a size (e.g. 1048576, 512KiB, 16MiB, 1GiB)")),
+        _ => {
+            return Err(format!(
+                "`{text}` is not a size (e.g. 1048576, 512KiB, 16MiB, 1GiB)"
+            ))
+        }
     };
     number
         .parse::<usize>()
@@ -231,7 +235,15 @@ mod tests {
         assert_eq!(parse_bytes("16M"), Ok(16 << 20));
         assert_eq!(parse_bytes("512 KiB"), Ok(512 << 10));
         assert_eq!(parse_bytes("1g"), Ok(1 << 30));
-        for bad in ["", "0", "MiB", "1.5MiB", "-1", "12TB", "99999999999999999999"] {
+        for bad in [
+            "",
+            "0",
+            "MiB",
+            "1.5MiB",
+            "-1",
+            "12TB",
+            "99999999999999999999",
+        ] {
             assert!(parse_bytes(bad).is_err(), "{bad}");
         }
     }

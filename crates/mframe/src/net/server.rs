@@ -135,10 +135,7 @@ impl Server {
             Some(tls) => tls.describe(),
             None => "plain TCP",
         };
-        format!(
-            "{tls}; at most {} connections",
-            self.shared.max_connections
-        )
+        format!("{tls}; at most {} connections", self.shared.max_connections)
     }
 
     /// The next connection that has a slot. Connections beyond
@@ -232,8 +229,7 @@ impl Incoming {
                     .limits
                     .idle_timeout
                     .map_or(MAX_HANDSHAKE, |t| t.min(MAX_HANDSHAKE));
-                let handshake =
-                    tokio::time::timeout(deadline, tls.acceptor().accept(stream)).await;
+                let handshake = tokio::time::timeout(deadline, tls.acceptor().accept(stream)).await;
                 match handshake {
                     Ok(Ok(tls)) => Box::new(tls),
                     Ok(Err(e)) => {

@@ -82,7 +82,11 @@ impl ServerTls {
     ///
     /// A file that cannot be read or holds no certificate or key, a key
     /// that does not match the certificate.
-    pub fn from_pem_files(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<Self, String> {
+    pub fn from_pem_files(
+        cert: &Path,
+        key: &Path,
+        client_ca: Option<&Path>,
+    ) -> Result<Self, String> {
         let chain = certificates(cert)?;
         let key = private_key(key)?;
         let provider = provider();

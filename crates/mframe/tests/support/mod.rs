@@ -226,3 +226,91 @@ pub fn numbered_frame(producer: u32, seq: u64, target: u32) -> Frame {
     frame.add("load", "label", "payload");
     frame
 }
+
+/// One route's line of a relay's final report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteLine {
+    pub delivered: u64,
+    pub bytes: u64,
+    pub dropped: u64,
+    pub queue_full: u64,
+    pub connection_lost: u64,
+    pub shutdown: u64,
+    pub reconnects: u64,
+}
+
+/// The report line of route `target` (a number or `default`), from a
+/// relay's stderr: "route T -> ADDR: N frames (B bytes) delivered, D
+/// dropped (F queue full, L connection lost, S at shutdown), R reconnects".
+pub fn route_report(report: &str, target: &str) -> RouteLine {
+    let prefix = format!("mframe: relay: route {target} -> ");
+    let line = report
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no report for route {target}: {report}"));
+    let after = &line[prefix.len()..];
+    let after = &after[after.find(": ").expect("a colon after the address") + 2..];
+    let numbers: Vec<u64> = after
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    assert_eq!(numbers.len(), 7, "{line}");
+    let r = RouteLine {
+        delivered: numbers[0],
+        bytes: numbers[1],
+        dropped: numbers[2],
+        queue_full: numbers[3],
+        connection_lost: numbers[4],
+        shutdown: numbers[5],
+        reconnects: numbers[6],
+    };
+    assert_eq!(
+        r.dropped,
+        r.queue_full + r.connection_lost + r.shutdown,
+        "{line}"
+    );
+    r
+}
+
+/// A process's peak resident memory (VmHWM), in bytes.
+pub fn peak_rss_bytes(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmHWM:") * 1024
+}
+
+/// A field of /proc/PID/status, in KiB.
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The CPU time (user + system) a process has used so far, from
+/// /proc/PID/stat.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name (which is in parentheses and may
+    // hold spaces): state is field 3, utime 14, stime 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / clock_ticks() as f64
+}
+
+/// `getconf CLK_TCK` (100 on Linux).
+fn clock_ticks() -> u64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100)
+}
+
+/// One line of figures a fault test measured, on stdout (`cargo test --
+/// --nocapture` shows them; docs/security.md's table is made from them).
+pub fn figures(test: &str, pairs: &[(&str, String)]) {
+    let body: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    println!("FIGURES {test}: {}", body.join(" "));
+}
