@@ -5,24 +5,23 @@
 //! framed frame that does not decode is skipped, a file whose framing
 //! breaks stops being read (the page stays).
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use futures_util::StreamExt;
-use messageframe::codec::RawFrameCodec;
-use messageframe::{Decoder, FrameView, Header, StreamError};
+use messageframe::{Decoder, FrameView, Header};
 use messageframe_nats::{Event, Filter};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tokio_util::codec::FramedRead;
 
 use super::state::State;
 use super::{Origin, ViewArgs};
 use crate::cmd::nats;
 use crate::failure::{status, Failure};
 use crate::input::{self, End, Input};
+use crate::net::conn::ConnError;
+use crate::net::log::{Kind, RateLog};
+use crate::net::server::{self, Incoming, Server};
 
 /// Where the frames go: the state, behind its lock, and the filter of
 /// `--target`/`--type`/`--source`.
@@ -30,11 +29,18 @@ use crate::input::{self, End, Input};
 pub(crate) struct Feed {
     state: Arc<Mutex<State>>,
     filter: Filter,
+    /// Error lines on stderr, at a bounded rate (every error is counted on
+    /// the page).
+    log: Arc<RateLog>,
 }
 
 impl Feed {
     pub(crate) fn new(state: Arc<Mutex<State>>, filter: Filter) -> Feed {
-        Feed { state, filter }
+        Feed {
+            state,
+            filter,
+            log: Arc::new(RateLog::new("view: ")),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -43,15 +49,16 @@ impl Feed {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn frame(&self, view: &FrameView<'_>, bytes: Option<&Bytes>) {
+    pub(crate) fn frame(&self, view: &FrameView<'_>) {
         if self.filter.matches(view.header()) {
-            self.lock().ingest(view, bytes);
+            self.lock().ingest(view);
         }
     }
 
     /// An error: on stderr and on the page.
     pub(crate) fn error(&self, origin: &str, message: &str) {
-        status(format_args!("view: {origin}: {message}"));
+        self.log
+            .line(Kind::Peer, format_args!("{origin}: {message}"));
         self.lock().error(origin, message);
     }
 }
@@ -67,14 +74,24 @@ pub(crate) async fn start(
     let feed = Feed::new(state, args.filter.filter());
     Ok(match origin {
         Origin::Tcp(addr) => {
+            let tls = args.server.tls.load()?;
             let listener = TcpListener::bind(&addr)
                 .await
                 .map_err(|e| Failure::Bad(format!("cannot listen on {addr}: {e}")))?;
             let local = listener
                 .local_addr()
                 .map_err(|e| Failure::Bad(format!("cannot listen on {addr}: {e}")))?;
+            let server = Server::new("view: ", args.server.limits(), tls);
             status(format_args!("view: frames: listening on {local}"));
-            tokio::spawn(accept(listener, feed))
+            status(format_args!("view: frames: {}", server.describe()));
+            tokio::spawn(async move {
+                // Until the task is aborted, with the viewer.
+                let never = std::future::pending();
+                server::serve(&server, &listener, never, |incoming| {
+                    connection(incoming, feed.clone())
+                })
+                .await;
+            })
         }
         Origin::Nats(url) => {
             let client = nats::connect(&url, &args.connection, "view").await?;
@@ -106,67 +123,62 @@ pub(crate) async fn start(
     })
 }
 
-async fn accept(listener: TcpListener, feed: Feed) {
-    loop {
-        match listener.accept().await {
-            Ok((socket, peer)) => {
-                tokio::spawn(connection(socket, peer, feed.clone()));
-            }
-            Err(e) => {
-                status(format_args!("view: cannot accept a connection: {e}"));
-                // Out of descriptors, typically: do not spin.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-}
-
-async fn connection(socket: TcpStream, peer: SocketAddr, feed: Feed) {
-    status(format_args!("view: {peer}: connected"));
+async fn connection(incoming: Incoming, feed: Feed) {
+    let peer = incoming.peer();
+    let Some(mut conn) = incoming.open().await else {
+        return;
+    };
+    let log = &conn.shared().clone().log;
+    log.line(Kind::Connection, format_args!("{peer}: connected"));
     let decoder = Decoder::new();
-    let mut frames = FramedRead::new(socket, RawFrameCodec::with_decoder(decoder));
-    let (mut index, mut start) = (0usize, 0usize);
     let origin = peer.to_string();
-    while let Some(item) = frames.next().await {
-        let raw = match item {
-            Ok(raw) => raw,
-            Err(StreamError::Decode(e)) => {
-                let e = e.with_base_offset(start);
-                feed.error(
-                    &origin,
-                    &format!("frame {index} (starts at byte {start}): {e}; connection closed"),
-                );
-                return;
+    loop {
+        loop {
+            let framed = match conn.next_frame() {
+                Ok(Some(framed)) => framed,
+                Ok(None) => break,
+                Err(e) => return feed.error(&origin, &format!("{e}; connection closed")),
+            };
+            match decoder.view(conn.bytes(framed.range.clone())) {
+                Ok(view) => feed.frame(&view),
+                Err(e) => {
+                    let start = framed.offset as usize;
+                    feed.error(
+                        &origin,
+                        &format!(
+                            "frame {} (starts at byte {start}): {} (skipped)",
+                            framed.index,
+                            e.with_base_offset(start)
+                        ),
+                    );
+                }
+            }
+        }
+        match conn.fill().await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e @ ConnError::Frame { .. }) => {
+                return feed.error(&origin, &format!("{e}; connection closed"))
             }
             Err(e) => {
-                feed.error(
+                return feed.error(
                     &origin,
-                    &format!("{e}; connection closed after {index} frames"),
-                );
-                return;
+                    &format!("{e}; connection closed after {} frames", conn.frames()),
+                )
             }
-        };
-        match decoder.view(&raw.bytes) {
-            Ok(view) => feed.frame(&view, Some(&raw.bytes)),
-            Err(e) => feed.error(
-                &origin,
-                &format!(
-                    "frame {index} (starts at byte {start}): {} (skipped)",
-                    e.with_base_offset(start)
-                ),
-            ),
         }
-        start += raw.bytes.len();
-        index += 1;
     }
-    status(format_args!("view: {peer}: closed after {index} frames"));
+    log.line(
+        Kind::Connection,
+        format_args!("{peer}: closed after {} frames", conn.frames()),
+    );
 }
 
 async fn subscription(mut frames: messageframe_nats::RawSubscription, feed: Feed) {
     while let Some(item) = frames.next().await {
         match item {
             Ok(Event::Frame(raw)) => match raw.view() {
-                Ok(view) => feed.frame(&view, Some(raw.payload())),
+                Ok(view) => feed.frame(&view),
                 Err(e) => feed.error(raw.subject(), &format!("{e} (skipped)")),
             },
             Ok(Event::Connection(event)) => status(format_args!("nats: {event}")),
@@ -218,7 +230,7 @@ fn replay(input: &Input, speed: f64, feed: &Feed) {
             pacer.wait(&header);
             match decoder.view(bytes) {
                 Ok(view) => {
-                    feed.frame(&view, None);
+                    feed.frame(&view);
                     frames += 1;
                 }
                 Err(e) => feed.error(
@@ -240,7 +252,7 @@ fn replay(input: &Input, speed: f64, feed: &Feed) {
         Ok(End::Rest { index, start, rest }) => {
             let got = input::whole(&rest, &name, decoder, index, start, |_, view| {
                 pacer.wait(view.header());
-                feed.frame(view, None);
+                feed.frame(view);
                 frames += 1;
                 Ok(())
             });
