@@ -54,13 +54,28 @@ fn lines(
 impl Proc {
     /// Starts `mframe ARGS` with stdin piped.
     pub fn spawn(args: &[&str]) -> Proc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
+        Proc::spawn_limited(&[], args)
+    }
+
+    /// Starts `mframe ARGS` under `prlimit LIMITS` (e.g. `--nofile=128`,
+    /// `--as=536870912`): prlimit sets the limits and execs mframe, so the
+    /// process (and its pid) is mframe's.
+    pub fn spawn_limited(limits: &[&str], args: &[&str]) -> Proc {
+        let mut command = if limits.is_empty() {
+            Command::new(env!("CARGO_BIN_EXE_mframe"))
+        } else {
+            let mut c = Command::new("prlimit");
+            c.args(limits).arg("--").arg(env!("CARGO_BIN_EXE_mframe"));
+            c
+        };
+        let mut child = command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("mframe starts");
+        LIVE.lock().unwrap().push(child.id());
         let log = Arc::new(Mutex::new(Vec::new()));
         let (stdout, _) = lines(child.stdout.take().unwrap(), None);
         let (stderr, stderr_reader) = lines(child.stderr.take().unwrap(), Some(log.clone()));
@@ -195,6 +210,38 @@ impl Drop for Proc {
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
             let _ = self.child.wait();
+        }
+        LIVE.lock().unwrap().retain(|&p| p != self.child.id());
+    }
+}
+
+/// The processes started and not dropped yet, for [`within`].
+static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Runs `test` with a hard deadline: past `limit` the test fails and every
+/// process it started is killed (a hung test then costs `limit`, not the
+/// CI job).
+pub fn within<T: Send + 'static>(limit: Duration, test: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = channel();
+    let runner = thread::spawn(move || {
+        let out = test();
+        let _ = tx.send(());
+        out
+    });
+    match rx.recv_timeout(limit) {
+        Ok(()) => runner.join().unwrap(),
+        // The test panicked: its own message.
+        Err(RecvTimeoutError::Disconnected) => match runner.join() {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(RecvTimeoutError::Timeout) => {
+            for pid in LIVE.lock().unwrap().iter() {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+            panic!("the test did not finish within {limit:?}");
         }
     }
 }

@@ -178,10 +178,7 @@ struct AttachmentQuery {
     id: usize,
 }
 
-async fn attachment(
-    Shared(state): Shared<Db>,
-    Query(q): Query<AttachmentQuery>,
-) -> Response {
+async fn attachment(Shared(state): Shared<Db>, Query(q): Query<AttachmentQuery>) -> Response {
     let found = lock(&state).attachment(q.id);
     match found {
         Ok((_, data)) => {
@@ -191,10 +188,7 @@ async fn attachment(
     }
 }
 
-async fn websocket(
-    ws: WebSocketUpgrade,
-    Shared(state): Shared<Db>,
-) -> Response {
+async fn websocket(ws: WebSocketUpgrade, Shared(state): Shared<Db>) -> Response {
     ws.on_upgrade(move |socket| client(socket, state))
 }
 
@@ -315,10 +309,7 @@ mod tests {
         let decoder = Decoder::new();
         for i in 0..20_000u64 {
             let bytes = frame(i);
-            state
-                .lock()
-                .unwrap()
-                .ingest(&decoder.view(&bytes).unwrap());
+            state.lock().unwrap().ingest(&decoder.view(&bytes).unwrap());
             if i % 10 == 9 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }

@@ -443,7 +443,8 @@ impl State {
             // A copy of exactly the attachment: a slice of the received
             // buffer would keep all of that buffer alive (a 1 KiB
             // attachment holding a 16 MiB frame's memory).
-            let kept = (data.len() <= self.limits.max_attachment).then(|| Bytes::copy_from_slice(data));
+            let kept =
+                (data.len() <= self.limits.max_attachment).then(|| Bytes::copy_from_slice(data));
             let a = &mut self.attachments[i];
             a.len = data.len();
             a.stamp = header.timestamp();
