@@ -67,16 +67,34 @@ impl Conn {
         }
     }
 
+    /// After a failed write: the TLS alert the server sent, if it sent
+    /// one (it says why better than a broken pipe), else `e`.
+    fn why(&mut self, e: io::Error) -> io::Error {
+        let Conn::Tls(s) = self else { return e };
+        let _ = s.sock.set_read_timeout(Some(Duration::from_secs(1)));
+        let mut sink = [0u8; 512];
+        loop {
+            match s.read(&mut sink) {
+                Ok(n) if n > 0 => {}
+                Err(alert) if peer_alert(&alert).is_some() => return alert,
+                _ => return e,
+            }
+        }
+    }
+
     /// Closes the sending side (TLS: `close_notify` first) and waits for
     /// the server to close its own.
     fn finish(&mut self) -> io::Result<Closed> {
         if let Conn::Tls(s) = self {
             s.conn.send_close_notify();
-            s.flush()?;
+            if let Err(e) = s.flush() {
+                return Err(self.why(e));
+            }
         }
         self.tcp().shutdown(Shutdown::Write)?;
         self.tcp().set_read_timeout(Some(CLOSE_WAIT))?;
         let mut sink = [0u8; 4096];
+        let mut first = true;
         loop {
             let read = match self {
                 Conn::Plain(s) => s.read(&mut sink),
@@ -84,7 +102,15 @@ impl Conn {
             };
             match read {
                 Ok(0) => return Ok(Closed::Clean),
-                Ok(_) => {}
+                // A TLS alert record (content type 21, version 3.x) to a
+                // plain client: a TLS server refusing it.
+                Ok(n) if first && matches!(self, Conn::Plain(_)) && n >= 2 && sink[..2] == [0x15, 0x03] => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionRefused,
+                        "the server speaks TLS and refused this plain-TCP connection (connect with --tls-ca)",
+                    ))
+                }
+                Ok(_) => first = false,
                 // A TLS server that closes without its own close_notify
                 // (ours do) read everything all the same.
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Closed::Clean),
@@ -110,8 +136,9 @@ struct Link {
 }
 
 impl Link {
-    fn lost(&self, e: &io::Error) -> Failure {
-        match peer_alert(e) {
+    fn lost(&mut self, e: io::Error) -> Failure {
+        let e = self.writer.get_mut().why(e);
+        match peer_alert(&e) {
             Some(alert) => Failure::Bad(format!(
                 "{}: the server refused the connection (TLS alert {alert}) after {} frames",
                 self.addr, self.frames
@@ -124,14 +151,19 @@ impl Link {
     }
 
     fn send(&mut self, bytes: &[u8]) -> Result<(), Failure> {
-        self.writer.write_raw(bytes).map_err(|e| self.lost(&e))?;
+        if let Err(e) = self.writer.write_raw(bytes) {
+            return Err(self.lost(e));
+        }
         self.frames += 1;
         self.bytes += bytes.len();
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), Failure> {
-        self.writer.flush().map_err(|e| self.lost(&e))
+        match self.writer.flush() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.lost(e)),
+        }
     }
 }
 
@@ -207,6 +239,10 @@ pub(crate) fn run(addr: &str, input: &Input, tls: &ClientTlsArgs) -> Result<(), 
             return Err(match peer_alert(&e) {
                 Some(alert) => Failure::Bad(format!(
                     "{addr}: the server refused the connection (TLS alert {alert}); {} frames were written, none can be counted as received",
+                    link.frames
+                )),
+                None if e.kind() == io::ErrorKind::ConnectionRefused => Failure::Bad(format!(
+                    "{addr}: {e}; {} frames were written, none can be counted as received",
                     link.frames
                 )),
                 None => Failure::Bad(format!(

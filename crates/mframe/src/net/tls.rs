@@ -17,6 +17,7 @@ use std::io;
 use std::net::{IpAddr, TcpStream as StdTcpStream};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpStream;
 use tokio_rustls::rustls::crypto::{ring, CryptoProvider};
@@ -24,7 +25,8 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::{
-    self, ClientConfig, ClientConnection, RootCertStore, ServerConfig, StreamOwned,
+    self, ClientConfig, ClientConnection, ProtocolVersion, RootCertStore, ServerConfig,
+    StreamOwned,
 };
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
@@ -181,15 +183,41 @@ impl ClientTls {
         })
     }
 
-    /// The TLS handshake over `tcp`, connected to `addr`.
+    /// The TLS handshake over `tcp`, connected to `addr`, and the
+    /// server's first word after it ([`ACCEPTED_WITHIN`]).
     pub(crate) async fn connect(
         &self,
         tcp: TcpStream,
         addr: &str,
     ) -> io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
-        TlsConnector::from(self.config.clone())
+        let mut stream = TlsConnector::from(self.config.clone())
             .connect(Self::server_name(addr)?, tcp)
-            .await
+            .await?;
+        let (tcp, conn) = stream.get_mut();
+        if conn.protocol_version() == Some(ProtocolVersion::TLSv1_3) {
+            let first_word = async {
+                loop {
+                    tcp.readable().await?;
+                    match conn.read_tls(&mut TryRead(tcp)) {
+                        Ok(0) => return Err(closed_after_handshake()),
+                        Ok(_) => {
+                            return conn
+                                .process_new_packets()
+                                .map(drop)
+                                .map_err(io::Error::other)
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            // A server that says nothing within the delay (no session
+            // tickets) has not refused us either.
+            if let Ok(said) = tokio::time::timeout(ACCEPTED_WITHIN, first_word).await {
+                said?;
+            }
+        }
+        Ok(stream)
     }
 
     /// The TLS handshake over a blocking `tcp` (for `send`), completed
@@ -205,7 +233,54 @@ impl ClientTls {
         while stream.conn.is_handshaking() {
             stream.conn.complete_io(&mut stream.sock)?;
         }
+        if stream.conn.protocol_version() == Some(ProtocolVersion::TLSv1_3) {
+            let before = stream.sock.read_timeout()?;
+            stream.sock.set_read_timeout(Some(ACCEPTED_WITHIN))?;
+            match stream.conn.read_tls(&mut stream.sock) {
+                Ok(0) => return Err(closed_after_handshake()),
+                Ok(_) => {
+                    stream
+                        .conn
+                        .process_new_packets()
+                        .map_err(io::Error::other)?;
+                }
+                // Nothing said within the delay: not refused either.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+            stream.sock.set_read_timeout(before)?;
+        }
         Ok(stream)
+    }
+}
+
+/// How long a TLS 1.3 client waits, after its handshake, for the server's
+/// first word. In TLS 1.3 the client's handshake is done before the server
+/// has checked the client's certificate: a server that refuses it says so
+/// (an alert) after the client thinks it is connected. rustls servers send
+/// session tickets once they accept the client, so the first record after
+/// the handshake tells which; without this wait, frames written to a
+/// server that refused us would look sent.
+const ACCEPTED_WITHIN: Duration = Duration::from_secs(2);
+
+fn closed_after_handshake() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "the server closed the connection right after the TLS handshake",
+    )
+}
+
+/// `io::Read` over a tokio socket's non-blocking `try_read`, for rustls'
+/// `read_tls`.
+struct TryRead<'a>(&'a TcpStream);
+
+impl io::Read for TryRead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
     }
 }
 
