@@ -54,9 +54,10 @@ fn leaf(
 ) -> (String, String) {
     let mut params =
         CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, names.first().copied().unwrap_or("client"));
+    params.distinguished_name.push(
+        DnType::CommonName,
+        names.first().copied().unwrap_or("client"),
+    );
     params.extended_key_usages = vec![usage];
     let key = KeyPair::generate().unwrap();
     let cert = params.signed_by(&key, issuer).unwrap();

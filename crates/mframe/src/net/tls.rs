@@ -25,8 +25,7 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::{
-    self, ClientConfig, ClientConnection, ProtocolVersion, RootCertStore, ServerConfig,
-    StreamOwned,
+    self, ClientConfig, ClientConnection, ProtocolVersion, RootCertStore, ServerConfig, StreamOwned,
 };
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
