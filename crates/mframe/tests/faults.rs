@@ -139,6 +139,96 @@ fn a_restarted_consumer_gets_every_frame_sent_while_it_was_down() {
 }
 
 #[test]
+fn a_consumer_killed_under_load_loses_only_what_was_in_flight_to_it() {
+    within(DEADLINE, || {
+        const FRAMES: u64 = 20_000;
+        let victim = Proc::spawn(&["listen", "127.0.0.1:0"]);
+        let consumer_addr = victim.listening_on();
+        let mut relay = relay(&[format!("1={consumer_addr}")], &[]);
+        let addr = relay.listening_on();
+        // Frames at about 25,000 a second, all to target 1.
+        let producer = thread::spawn(move || {
+            let mut w = FrameWriter::new(TcpStream::connect(&addr).unwrap());
+            for seq in 0..FRAMES {
+                w.write_frame(&numbered_frame(1, seq, 1)).unwrap();
+                if seq % 500 == 499 {
+                    w.flush().unwrap();
+                    thread::sleep(Duration::from_millis(20));
+                }
+            }
+            w.flush().unwrap();
+        });
+        let mut received: Vec<u64> = victim
+            .stdout_lines(4_000)
+            .iter()
+            .map(|l| counter_of(l))
+            .collect();
+        let mut victim = victim;
+        victim.signal("KILL");
+        victim.wait();
+        // What the first life printed before it died.
+        while let Some(line) = victim.stdout_line(Duration::from_millis(200)) {
+            received.push(counter_of(&line));
+        }
+        let first_life = received.len();
+        let mut reborn = Proc::spawn(&["listen", &consumer_addr]);
+        reborn.listening_on();
+        producer.join().unwrap();
+        // Everything the relay had once the consumer was back.
+        relay.stderr_line("reconnected");
+        let mut last_seen = Instant::now();
+        while last_seen.elapsed() < Duration::from_secs(2) {
+            if let Some(line) = reborn.stdout_line(Duration::from_millis(100)) {
+                received.push(counter_of(&line));
+                if received.last() == Some(&(FRAMES - 1)) {
+                    break;
+                }
+                last_seen = Instant::now();
+            }
+        }
+        relay.signal("INT");
+        assert!(relay.wait().success());
+        let r = route_report(&relay.stderr_text(), "1");
+        // Never twice, always in order, across both lives.
+        assert!(
+            received.windows(2).all(|w| w[0] < w[1]),
+            "order or duplicates"
+        );
+        assert_eq!(
+            received.last(),
+            Some(&(FRAMES - 1)),
+            "the last frame arrives"
+        );
+        assert_eq!(r.delivered + r.dropped, FRAMES, "every frame accounted for");
+        let got = received.len() as u64;
+        assert!(
+            got <= r.delivered,
+            "{got} received, {} delivered",
+            r.delivered
+        );
+        let lost = r.delivered - got;
+        // In flight when it died: its socket buffer and its own stdout
+        // queue, at most a few MiB of 60-byte frames.
+        assert!(lost < FRAMES / 2, "{lost} lost");
+        figures(
+            "consumer_killed_under_load",
+            &[
+                ("sent", FRAMES.to_string()),
+                ("delivered", r.delivered.to_string()),
+                ("dropped", r.dropped.to_string()),
+                ("dropped_connection_lost", r.connection_lost.to_string()),
+                ("received_first_life", first_life.to_string()),
+                ("received", got.to_string()),
+                ("lost_in_flight", lost.to_string()),
+                ("reconnects", r.reconnects.to_string()),
+            ],
+        );
+        reborn.signal("INT");
+        reborn.wait();
+    });
+}
+
+#[test]
 fn a_relay_started_before_its_consumer_delivers_once_it_comes() {
     within(DEADLINE, || {
         const FRAMES: u64 = 2_000;
