@@ -3,18 +3,18 @@
 //! so that each of them has the same limits, with the same defaults and
 //! the same messages (docs/security.md, "Network commands").
 //!
-//! - [`server`]: the accept loop. At most `--max-connections` peers at once
+//! - `server`: the accept loop. At most `--max-connections` peers at once
 //!   (more are accepted and closed at once, with a log line); accept errors
 //!   (out of descriptors: EMFILE) back off instead of spinning; the soft
 //!   descriptor limit is raised to the hard one at start; TLS handshakes
 //!   (with a deadline) when the server has a certificate.
-//! - [`conn`]: a peer's frames. The read buffer grows only as bytes arrive
+//! - `conn`: a peer's frames. The read buffer grows only as bytes arrive
 //!   (never to what a header announces), is charged to a process-wide
 //!   budget before it grows and grown with `try_reserve`, so a peer that
 //!   cannot be given memory loses its connection and the process goes on; a
 //!   frame over `--max-frame-bytes` is refused when its header announces it;
 //!   a peer that completes no frame for `--idle-timeout` is closed.
-//! - [`budget`]: that budget; [`log`]: log lines at a bounded rate, with a
+//! - `budget`: that budget; `log`: log lines at a bounded rate, with a
 //!   count of those suppressed; [`tls`]: rustls configurations from PEM
 //!   files, for servers and clients.
 

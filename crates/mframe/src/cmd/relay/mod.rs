@@ -5,23 +5,23 @@
 //!
 //! # Design (docs/architecture.md has the full account)
 //!
-//! - **Producers** ([`producer`]) connect through the shared server
+//! - **Producers** (`producer.rs`) connect through the shared server
 //!   machinery (`crate::net`: `--max-connections`, `--idle-timeout`,
 //!   `--max-frame-bytes`, the buffer budget, TLS). Each one's task scans
 //!   its frames and hands each run of consecutive frames of one route to
 //!   that route's consumer queue, straight from its read buffer.
-//! - **Queues** ([`queue`]): one per consumer address, bounded in bytes
+//! - **Queues** (`queue.rs`): one per consumer address, bounded in bytes
 //!   (`--route-buffer`). Frames for a consumer that is down or slow wait
 //!   there; beyond it they are dropped and counted (`--when-full drop`, the
 //!   default), so a route never blocks another route or the producers. With
 //!   `--when-full block` the producers wait instead (no loss, and a slow
 //!   consumer slows every route of the producers that feed it).
-//! - **Consumers** ([`consumer`]): each has one task that connects in the
+//! - **Consumers** (`consumer.rs`): each has one task that connects in the
 //!   background (the relay starts when its consumers are down), reconnects
 //!   with capped exponential backoff, reads the socket to notice at once a
 //!   consumer that goes away, and disconnects one whose writes make no
 //!   progress for `--write-timeout`.
-//! - **Accounting** ([`stats`]): every frame routed is, in the end,
+//! - **Accounting** (`stats.rs`): every frame routed is, in the end,
 //!   delivered (written whole to a connection that had not failed), or
 //!   dropped for a reason: its queue was full, it was cut by a connection
 //!   that failed while it was being written, or it was still queued when

@@ -187,7 +187,7 @@ pub(super) async fn run(
                 return;
             }
             Some(Ok(true)) => {}
-            Some(Ok(false)) => break,
+            Some(Ok(false)) => return,
             Some(Err(e @ ConnError::Frame { .. })) => {
                 // The stream ended inside a frame.
                 log.line(
@@ -208,8 +208,4 @@ pub(super) async fn run(
             }
         }
     }
-    log.line(
-        Kind::Connection,
-        format_args!("producer {peer}: closed after {} frames", conn.frames()),
-    );
 }
