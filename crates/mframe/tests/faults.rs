@@ -760,14 +760,7 @@ fn listen_with_a_blocked_stdout_stays_bounded_and_stops_on_sigterm() {
         });
         // The producer stalls: stdout's pipe, the 8 MiB queue and the
         // sockets are full.
-        let mut last = 0;
-        wait_until("the producer to stall", || {
-            thread::sleep(Duration::from_millis(700));
-            let now = written.load(Ordering::SeqCst);
-            let stalled = now == last && now > 0;
-            last = now;
-            stalled
-        });
+        let last = support::wait_stalled(&written, Duration::from_millis(700));
         let rss = peak_rss_bytes(child.id());
         let stop = Instant::now();
         Command::new("kill")

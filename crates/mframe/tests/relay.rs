@@ -197,14 +197,7 @@ fn with_when_full_block_a_stalled_consumer_slows_its_producer_and_the_relay_memo
     });
     // The producer runs until the consumer's queue and the sockets' buffers
     // are full, then blocks: it has not written more after a quiet second.
-    let mut last = 0;
-    wait_until("the producer to stall", || {
-        thread::sleep(Duration::from_millis(1000));
-        let now = written.load(Ordering::SeqCst);
-        let stalled = now == last && now > 0;
-        last = now;
-        stalled
-    });
+    let last = support::wait_stalled(&written, Duration::from_millis(1000));
     // The relay's 4 MiB queue, its read buffer, and the kernel's socket
     // buffers on both hops: far less than what the producer wants to send.
     assert!(
@@ -291,14 +284,7 @@ fn ctrl_c_flushes_the_queued_frames_before_the_relay_exits() {
             }
         }
     });
-    let mut last = 0;
-    wait_until("the producer to stall", || {
-        thread::sleep(Duration::from_millis(1000));
-        let now = written.load(Ordering::SeqCst);
-        let stalled = now == last && now > 0;
-        last = now;
-        stalled
-    });
+    support::wait_stalled(&written, Duration::from_millis(1000));
     // What the relay had written to the (stalled) consumer's socket when
     // it was stopped, from its --stats line.
     let mut before = relay.stdout_line(support::WAIT).expect("a stats line");

@@ -118,6 +118,37 @@ fn frames_file(test: &str) -> PathBuf {
     path
 }
 
+/// `mframe listen` with the server's certificate; with `mutual`, clients
+/// must hold a fleet certificate.
+fn tls_listen(pki: &Pki, mutual: bool) -> (Proc, String) {
+    let mut args = vec![
+        "listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        s(&pki.server_cert),
+        "--tls-key",
+        s(&pki.server_key),
+    ];
+    if mutual {
+        args.extend(["--tls-client-ca", s(&pki.ca)]);
+    }
+    let p = Proc::spawn(&args);
+    let addr = p.listening_on();
+    (p, addr)
+}
+
+/// `--tls-ca` and the fleet client certificate.
+fn fleet_client(pki: &Pki) -> [&str; 6] {
+    [
+        "--tls-ca",
+        s(&pki.ca),
+        "--tls-cert",
+        s(&pki.client_cert),
+        "--tls-key",
+        s(&pki.client_key),
+    ]
+}
+
 /// `mframe send ADDR FILE EXTRA...`: (exit code, stderr).
 fn send(addr: &str, file: &Path, extra: &[&str]) -> (i32, String) {
     let mut args = vec!["send", addr, s(file)];
@@ -132,15 +163,7 @@ fn listen_over_tls_prints_what_send_sends_and_refuses_plain_tcp() {
     within(DEADLINE, || {
         let pki = Pki::new("listen");
         let file = frames_file("listen");
-        let mut listen = Proc::spawn(&[
-            "listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            s(&pki.server_cert),
-            "--tls-key",
-            s(&pki.server_key),
-        ]);
-        let addr = listen.listening_on();
+        let (mut listen, addr) = tls_listen(&pki, false);
         listen.stderr_line("TLS; at most");
         // Trusted: printed.
         let (code, err) = send(&addr, &file, &["--tls-ca", s(&pki.ca)]);
@@ -178,27 +201,9 @@ fn mutual_tls_admits_only_holders_of_a_fleet_certificate() {
     within(DEADLINE, || {
         let pki = Pki::new("mutual");
         let file = frames_file("mutual");
-        let mut listen = Proc::spawn(&[
-            "listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            s(&pki.server_cert),
-            "--tls-key",
-            s(&pki.server_key),
-            "--tls-client-ca",
-            s(&pki.ca),
-        ]);
-        let addr = listen.listening_on();
+        let (mut listen, addr) = tls_listen(&pki, true);
         listen.stderr_line("client certificates required");
-        let fleet = [
-            "--tls-ca",
-            s(&pki.ca),
-            "--tls-cert",
-            s(&pki.client_cert),
-            "--tls-key",
-            s(&pki.client_key),
-        ];
-        let (code, err) = send(&addr, &file, &fleet);
+        let (code, err) = send(&addr, &file, &fleet_client(&pki));
         assert_eq!(code, 0, "{err}");
         assert_eq!(listen.stdout_lines(3).len(), 3);
         // No certificate, or one the fleet CA did not sign: refused, and
@@ -240,17 +245,7 @@ fn relay_speaks_tls_to_its_producers_and_to_its_consumers() {
         let pki = Pki::new("relay");
         let file = frames_file("relay");
         // The consumer: TLS, clients must hold a fleet certificate.
-        let mut consumer = Proc::spawn(&[
-            "listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            s(&pki.server_cert),
-            "--tls-key",
-            s(&pki.server_key),
-            "--tls-client-ca",
-            s(&pki.ca),
-        ]);
-        let consumer_addr = consumer.listening_on();
+        let (mut consumer, consumer_addr) = tls_listen(&pki, true);
         let mut relay = Proc::spawn(&[
             "relay",
             "--listen",
@@ -272,18 +267,7 @@ fn relay_speaks_tls_to_its_producers_and_to_its_consumers() {
         ]);
         let addr = relay.listening_on();
         relay.stderr_line("(targets 1): connected");
-        let (code, err) = send(
-            &addr,
-            &file,
-            &[
-                "--tls-ca",
-                s(&pki.ca),
-                "--tls-cert",
-                s(&pki.client_cert),
-                "--tls-key",
-                s(&pki.client_key),
-            ],
-        );
+        let (code, err) = send(&addr, &file, &fleet_client(&pki));
         assert_eq!(code, 0, "{err}");
         let lines = consumer.stdout_lines(3);
         assert!(lines[0].contains("\"counter\":0,"), "{lines:?}");

@@ -256,6 +256,21 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Waits until `progress` (a count a writer thread keeps) stops moving for
+/// `quiet`, and is not 0; returns it.
+pub fn wait_stalled(progress: &std::sync::atomic::AtomicUsize, quiet: Duration) -> usize {
+    use std::sync::atomic::Ordering;
+    let mut last = 0;
+    wait_until("the writer to stall", || {
+        thread::sleep(quiet);
+        let now = progress.load(Ordering::SeqCst);
+        let stalled = now == last && now > 0;
+        last = now;
+        stalled
+    });
+    last
+}
+
 /// A loopback listener on a free port.
 pub fn free_listener() -> TcpListener {
     TcpListener::bind("127.0.0.1:0").expect("a free loopback port")

@@ -365,14 +365,7 @@ impl Queue {
         }
         // A tail left at the front (from a direct write to the connection
         // that failed) cannot go to the next one.
-        while q.runs.front().is_some_and(|r| !r.whole) {
-            if let Some(run) = q.runs.pop_front() {
-                let _ = q.bytes.split_to(run.len);
-                self.stats.routes[run.route]
-                    .lost
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.drop_tails(&mut q);
         if !back_runs.is_empty() {
             back.extend_from_slice(&q.bytes);
             q.bytes = back;
@@ -389,6 +382,13 @@ impl Queue {
         let mut q = self.lock();
         // A tail of a frame cut on the previous connection cannot start
         // this one.
+        self.drop_tails(&mut q);
+        q.direct = direct;
+    }
+
+    /// Drops (as lost) the tails of frames at the front of the queue: their
+    /// starts went to a connection that is gone.
+    fn drop_tails(&self, q: &mut Queued) {
         while q.runs.front().is_some_and(|r| !r.whole) {
             if let Some(run) = q.runs.pop_front() {
                 let _ = q.bytes.split_to(run.len);
@@ -397,7 +397,6 @@ impl Queue {
                     .fetch_add(1, Ordering::Relaxed);
             }
         }
-        q.direct = direct;
     }
 
     /// The connection is gone: no direct writes.
