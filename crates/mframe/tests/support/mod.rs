@@ -157,6 +157,17 @@ impl Proc {
         }
     }
 
+    /// The first stderr line (from now) containing every one of `needles`;
+    /// panics after [`WAIT`].
+    pub fn stderr_line_with(&self, needles: &[&str]) -> String {
+        loop {
+            let line = self.stderr_line(needles[0]);
+            if needles.iter().all(|n| line.contains(n)) {
+                return line;
+            }
+        }
+    }
+
     /// The address a `listen` or `relay` reports on stderr.
     pub fn listening_on(&self) -> String {
         let line = self.stderr_line("listening on ");

@@ -150,7 +150,12 @@ impl Queue {
         frames: u64,
         abort: &mut watch::Receiver<bool>,
     ) {
+        if self.try_offer(route, bytes, frames) {
+            return;
+        }
         loop {
+            // Registered before the check, so that room made between the
+            // check and the wait is not missed.
             let room = self.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
