@@ -255,6 +255,9 @@ async fn serve(
     // in the steady state.
     let mut batch = BytesMut::new();
     let mut runs = VecDeque::new();
+    let mut progressed = Instant::now();
+    let stall = tokio::time::sleep_until(progressed + dialer.write_timeout);
+    tokio::pin!(stall);
     loop {
         batch.clear();
         match queue.take(&mut batch, &mut runs) {
@@ -281,6 +284,7 @@ async fn serve(
         }
         // `pos`: bytes of the batch written; `front`: of the first run left.
         let (mut pos, mut front) = (0usize, 0usize);
+        progressed = Instant::now();
         let failed = loop {
             let step = tokio::select! {
                 biased;
@@ -290,26 +294,36 @@ async fn serve(
                     return Ended::Done;
                 }
                 why = watch.ended() => Err(why),
-                written = tokio::time::timeout(dialer.write_timeout, async {
+                written = async {
                     if pos < batch.len() {
                         writer.write_some(&batch[pos..]).await
                     } else {
                         writer.flush().await.map(|()| 0)
                     }
-                }) => match written {
-                    Ok(Ok(0)) if pos < batch.len() => Err("the connection accepts no more bytes".to_owned()),
-                    Ok(Ok(n)) => Ok(n),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err(format!(
+                } => match written {
+                    Ok(0) if pos < batch.len() => Err("the connection accepts no more bytes".to_owned()),
+                    Ok(n) => Ok(n),
+                    Err(e) => Err(e.to_string()),
+                },
+                // One timer for the connection, moved only when it fires
+                // after progress (a timer per write cost throughput).
+                () = stall.as_mut() => {
+                    let due = progressed + dialer.write_timeout;
+                    if due > Instant::now() {
+                        stall.as_mut().reset(due);
+                        continue;
+                    }
+                    Err(format!(
                         "no write made progress for {} s (--write-timeout): the consumer is not reading",
                         dialer.write_timeout.as_secs_f64()
-                    )),
-                },
+                    ))
+                }
             };
             match step {
                 Ok(0) => break None,
                 Ok(n) => {
                     pos += n;
+                    progressed = Instant::now();
                     queue.progress(&mut runs, &mut front, n);
                     if pos == batch.len() && matches!(writer, Writer::Plain(_)) {
                         break None;

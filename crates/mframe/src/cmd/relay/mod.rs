@@ -347,6 +347,7 @@ async fn run_until(
             stats.clone(),
             config.route_buffer,
             config.when_full,
+            config.write_timeout,
             limits,
             log.clone(),
         ));

@@ -50,24 +50,26 @@ impl Routing {
         }
     }
 
-    /// Hands a run of frames to its route's consumer, or counts it as
-    /// unroutable.
+    /// Hands a run of frames (`ends`: where each ends in `bytes`) to its
+    /// route's consumer, or counts it as unroutable.
     async fn forward(
         &self,
         dest: Dest,
         bytes: &[u8],
-        frames: u64,
+        ends: &[usize],
         abort: &mut watch::Receiver<bool>,
         log: &crate::net::log::RateLog,
     ) {
         match dest {
             Dest::Route(route) => {
                 self.queues[self.consumer_of[route]]
-                    .offer(route, bytes, frames, abort)
+                    .offer(route, bytes, ends, abort)
                     .await;
             }
             Dest::Nowhere(target) => {
-                self.stats.unroutable.fetch_add(frames, Ordering::Relaxed);
+                self.stats
+                    .unroutable
+                    .fetch_add(ends.len() as u64, Ordering::Relaxed);
                 let first = self
                     .unroutable_seen
                     .lock()
@@ -87,11 +89,11 @@ impl Routing {
 }
 
 /// The frames a producer forwards in one go: consecutive frames of one
-/// destination, back to back in its buffer.
+/// destination, back to back in its buffer (where each ends, relative to
+/// the run's start, is in the producer's `ends`).
 struct Pending {
     dest: Dest,
     range: Range<usize>,
-    frames: u64,
 }
 
 /// One producer's connection, until it ends, `stop` (no more reading), or
@@ -116,6 +118,9 @@ pub(super) async fn run(
     log.line(Kind::Connection, format_args!("producer {peer}: connected"));
     // The last lookup: a producer's frames mostly repeat a target.
     let mut last: Option<(u32, Dest)> = None;
+    // Where each frame of the current run ends (kept for the connection's
+    // life: no allocation per run).
+    let mut ends: Vec<usize> = Vec::new();
     loop {
         let mut run: Option<Pending> = None;
         let scanned = loop {
@@ -136,28 +141,25 @@ pub(super) async fn run(
             match &mut run {
                 Some(p) if p.dest == dest => {
                     p.range.end = framed.range.end;
-                    p.frames += 1;
+                    ends.push(p.range.len());
                 }
                 _ => {
                     if let Some(p) = run.take() {
                         let bytes = conn.bytes(p.range);
-                        routing
-                            .forward(p.dest, bytes, p.frames, &mut abort, log)
-                            .await;
+                        routing.forward(p.dest, bytes, &ends, &mut abort, log).await;
                     }
+                    ends.clear();
+                    ends.push(framed.range.len());
                     run = Some(Pending {
                         dest,
                         range: framed.range,
-                        frames: 1,
                     });
                 }
             }
         };
         if let Some(p) = run.take() {
             let bytes = conn.bytes(p.range);
-            routing
-                .forward(p.dest, bytes, p.frames, &mut abort, log)
-                .await;
+            routing.forward(p.dest, bytes, &ends, &mut abort, log).await;
         }
         if let Err(e) = scanned {
             routing.stats.rejected.fetch_add(1, Ordering::Relaxed);

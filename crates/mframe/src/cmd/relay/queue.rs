@@ -54,6 +54,9 @@ struct Queued {
     inflight: usize,
     /// The consumer's task has taken a batch: producers queue behind it.
     busy: bool,
+    /// A producer is writing a run to the connection itself (`--when-full
+    /// block`): the others, and the consumer's task, queue behind it.
+    producer_writing: bool,
     /// The connection, when it is plain TCP and up: producers may write to
     /// it directly when nothing is queued.
     direct: Option<Arc<TcpStream>>,
@@ -63,6 +66,19 @@ struct Queued {
     aborted: bool,
     /// Frames are being dropped for want of room (for the log line).
     dropping: bool,
+}
+
+/// What [`Queue::try_offer`] did.
+enum Offered {
+    /// Written, queued, or dropped and counted.
+    Done,
+    /// `--when-full block` and no room: wait.
+    Full,
+    /// `--when-full block`: the producer writes the rest itself.
+    Writing {
+        socket: Arc<TcpStream>,
+        written: usize,
+    },
 }
 
 /// What the consumer's task gets from [`Queue::take`].
@@ -85,6 +101,7 @@ pub(super) struct Queue {
     pub(super) stats: Arc<Stats>,
     capacity: usize,
     when_full: WhenFull,
+    write_timeout: std::time::Duration,
     /// The producers' scanner limits, to find frames again in a run.
     limits: Limits,
     log: Arc<RateLog>,
@@ -104,6 +121,7 @@ impl Queue {
         stats: Arc<Stats>,
         capacity: usize,
         when_full: WhenFull,
+        write_timeout: std::time::Duration,
         limits: Limits,
         log: Arc<RateLog>,
     ) -> Queue {
@@ -114,6 +132,7 @@ impl Queue {
             stats,
             capacity: capacity.max(1),
             when_full,
+            write_timeout,
             limits,
             log,
             state: Mutex::new(Queued::default()),
@@ -140,56 +159,164 @@ impl Queue {
         q.bytes.len() + q.inflight
     }
 
-    /// Hands a run of `frames` frames of `route` (`bytes`) to the consumer:
-    /// written directly, queued, dropped when the queue is full (or waited
-    /// for, with `--when-full block`, until `abort`).
+    /// Hands a run of frames of `route` (`bytes`; `ends`: where each frame
+    /// ends in it) to the consumer: written directly, queued, dropped when
+    /// the queue is full (or waited for, with `--when-full block`, until
+    /// `abort`).
     pub(super) async fn offer(
         &self,
         route: usize,
         bytes: &[u8],
-        frames: u64,
+        ends: &[usize],
         abort: &mut watch::Receiver<bool>,
     ) {
-        if self.try_offer(route, bytes, frames) {
-            return;
-        }
+        let frames = ends.len() as u64;
+        let mut offered = self.try_offer(route, bytes, ends);
         loop {
-            // Registered before the check, so that room made between the
-            // check and the wait is not missed.
+            match offered {
+                Offered::Done => return,
+                Offered::Writing { socket, written } => {
+                    return self
+                        .write_on(route, bytes, ends, socket, written, abort)
+                        .await
+                }
+                Offered::Full => {}
+            }
+            // `--when-full block`: wait for room. Registered before the
+            // check, so that room made between the check and the wait is
+            // not missed.
             let room = self.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            if self.try_offer(route, bytes, frames) {
-                return;
-            }
-            // `--when-full block`: wait for room.
-            tokio::select! {
-                biased;
-                _ = abort.wait_for(|&a| a) => {
-                    self.stats.routes[route].shutdown.fetch_add(frames, Ordering::Relaxed);
-                    return;
+            offered = self.try_offer(route, bytes, ends);
+            if matches!(offered, Offered::Full) {
+                tokio::select! {
+                    biased;
+                    _ = abort.wait_for(|&a| a) => {
+                        self.stats.routes[route].shutdown.fetch_add(frames, Ordering::Relaxed);
+                        return;
+                    }
+                    () = room => {}
                 }
-                () = room => {}
             }
         }
     }
 
-    /// [`offer`](Queue::offer) without waiting: `false` only when the queue
-    /// is full and the policy is to block.
-    fn try_offer(&self, route: usize, bytes: &[u8], frames: u64) -> bool {
+    /// `--when-full block`, the connection idle and nothing queued: the
+    /// producer writes the rest of its run itself (`written` bytes are
+    /// out), waiting for the socket as a proxy would, at most
+    /// `--write-timeout` without progress. If the connection fails, the
+    /// frame cut is lost and the frames not started go to the front of the
+    /// queue, for the next connection.
+    async fn write_on(
+        &self,
+        route: usize,
+        bytes: &[u8],
+        ends: &[usize],
+        socket: Arc<TcpStream>,
+        mut written: usize,
+        abort: &mut watch::Receiver<bool>,
+    ) {
+        // Frames of the run delivered so far.
+        let mut done = ends.partition_point(|&end| end <= written);
+        // One timer for the run, moved only when it fires after progress.
+        let mut progressed = tokio::time::Instant::now();
+        let stall = tokio::time::sleep_until(progressed + self.write_timeout);
+        tokio::pin!(stall);
+        let failed = loop {
+            if written == bytes.len() {
+                break None;
+            }
+            let ready = tokio::select! {
+                biased;
+                _ = abort.wait_for(|&a| a) => break Some(true),
+                ready = socket.writable() => Ok(ready),
+                () = stall.as_mut() => {
+                    let due = progressed + self.write_timeout;
+                    if due > tokio::time::Instant::now() {
+                        stall.as_mut().reset(due);
+                        continue;
+                    }
+                    Err(())
+                }
+            };
+            match ready {
+                Ok(Ok(())) => match socket.try_write(&bytes[written..]) {
+                    Ok(n) => {
+                        progressed = tokio::time::Instant::now();
+                        written += n;
+                        let now = ends.partition_point(|&end| end <= written);
+                        if now > done {
+                            let from = if done == 0 { 0 } else { ends[done - 1] };
+                            self.delivered(route, (now - done) as u64, ends[now - 1] - from);
+                            done = now;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => break Some(false),
+                },
+                // No progress for --write-timeout, or the socket failed:
+                // the consumer's task finds out and connects again.
+                Ok(Err(_)) | Err(_) => break Some(false),
+            }
+        };
+        let mut q = self.lock();
+        q.producer_writing = false;
+        if let Some(aborted) = failed {
+            let start = if done == 0 { 0 } else { ends[done - 1] };
+            let mut rest = done;
+            if written > start {
+                // Its start went to this connection.
+                self.stats.routes[route]
+                    .lost
+                    .fetch_add(1, Ordering::Relaxed);
+                rest += 1;
+            }
+            let rest_frames = (ends.len() - rest) as u64;
+            if rest_frames > 0 {
+                if aborted || q.aborted {
+                    self.stats.routes[route]
+                        .shutdown
+                        .fetch_add(rest_frames, Ordering::Relaxed);
+                } else {
+                    let from = if rest == 0 { 0 } else { ends[rest - 1] };
+                    let mut back = BytesMut::with_capacity(bytes.len() - from + q.bytes.len());
+                    back.extend_from_slice(&bytes[from..]);
+                    back.extend_from_slice(&q.bytes);
+                    q.bytes = back;
+                    q.runs.push_front(Run {
+                        route,
+                        frames: rest_frames,
+                        len: bytes.len() - from,
+                        whole: true,
+                    });
+                }
+            }
+            if q.direct.as_ref().is_some_and(|d| Arc::ptr_eq(d, &socket)) {
+                q.direct = None;
+            }
+        }
+        drop(q);
+        self.ready.notify_one();
+        self.room.notify_waiters();
+    }
+
+    /// [`offer`](Queue::offer) without waiting.
+    fn try_offer(&self, route: usize, bytes: &[u8], ends: &[usize]) -> Offered {
+        let frames = ends.len() as u64;
         let mut q = self.lock();
         if q.aborted {
             drop(q);
             self.stats.routes[route]
                 .shutdown
                 .fetch_add(frames, Ordering::Relaxed);
-            return true;
+            return Offered::Done;
         }
         let held = q.bytes.len() + q.inflight;
         // A run larger than the whole buffer passes when nothing waits.
         if held > 0 && held + bytes.len() > self.capacity {
             if self.when_full == WhenFull::Block {
-                return false;
+                return Offered::Full;
             }
             let first = !q.dropping;
             q.dropping = true;
@@ -206,21 +333,37 @@ impl Queue {
                     ),
                 );
             }
-            return true;
+            return Offered::Done;
         }
         q.dropping = false;
         let mut rest = bytes;
         let mut rest_frames = frames;
-        if q.runs.is_empty() && !q.busy {
+        if q.runs.is_empty() && !q.busy && !q.producer_writing {
             if let Some(socket) = &q.direct {
+                let block = self.when_full == WhenFull::Block;
                 match socket.try_write(bytes) {
                     Ok(n) if n == bytes.len() => {
                         drop(q);
                         self.delivered(route, frames, n);
-                        return true;
+                        return Offered::Done;
+                    }
+                    // Blocking is the policy: the producer goes on writing
+                    // its run itself, as a proxy would.
+                    Ok(n) if block => {
+                        let socket = socket.clone();
+                        q.producer_writing = true;
+                        drop(q);
+                        let (whole, _) = split_at(ends, n);
+                        self.delivered(route, whole.frames, whole.bytes);
+                        return Offered::Writing { socket, written: n };
+                    }
+                    Err(e) if block && e.kind() == std::io::ErrorKind::WouldBlock => {
+                        let socket = socket.clone();
+                        q.producer_writing = true;
+                        return Offered::Writing { socket, written: 0 };
                     }
                     Ok(n) => {
-                        let (whole, cut) = split(bytes, n, self.limits);
+                        let (whole, cut) = split_at(ends, n);
                         self.delivered(route, whole.frames, whole.bytes);
                         rest_frames -= whole.frames;
                         if let Some(tail) = cut {
@@ -255,7 +398,7 @@ impl Queue {
         }
         drop(q);
         self.ready.notify_one();
-        true
+        Offered::Done
     }
 
     /// Takes everything queued into `bytes` and `runs` (which must be
@@ -263,6 +406,9 @@ impl Queue {
     /// reallocated in the steady state).
     pub(super) fn take(&self, bytes: &mut BytesMut, runs: &mut VecDeque<Run>) -> Take {
         let mut q = self.lock();
+        if q.producer_writing {
+            return Take::Empty;
+        }
         if q.runs.is_empty() {
             return if q.closed || q.aborted {
                 Take::Done
@@ -450,7 +596,7 @@ impl Queue {
     /// is done.
     pub(super) fn done_if_idle(&self) -> bool {
         let q = self.lock();
-        (q.closed || q.aborted) && q.runs.is_empty() && q.inflight == 0
+        (q.closed || q.aborted) && q.runs.is_empty() && q.inflight == 0 && !q.producer_writing
     }
 
     /// Completes once [`done_if_idle`](Queue::done_if_idle) holds (for the
@@ -498,7 +644,45 @@ pub(super) fn split(bytes: &[u8], written: usize, limits: Limits) -> (Whole, Opt
     (whole, None)
 }
 
+/// [`split`] when the frames' ends are known.
+pub(super) fn split_at(ends: &[usize], written: usize) -> (Whole, Option<usize>) {
+    let k = ends.partition_point(|&end| end <= written);
+    let whole = Whole {
+        frames: k as u64,
+        bytes: if k == 0 { 0 } else { ends[k - 1] },
+    };
+    let cut = (whole.bytes < written).then(|| ends[k]);
+    (whole, cut)
+}
+
 /// The number of whole frames in `bytes`.
 pub(super) fn count_frames(bytes: &[u8], limits: Limits) -> u64 {
     split(bytes, bytes.len(), limits).0.frames
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use messageframe::{Frame, Header};
+
+    #[test]
+    fn a_run_splits_the_same_with_known_ends_and_by_scanning() {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::new();
+        for i in 0..5u64 {
+            let mut f = Frame::new(Header::new(1, 2, 3, 4).with_counter(i));
+            f.add("d", "p", i as i64);
+            f.add_attachment("a", vec![0u8; (i * 37) as usize]);
+            bytes.extend(f.encode().unwrap());
+            ends.push(bytes.len());
+        }
+        for written in 0..bytes.len() {
+            let scanned = split(&bytes, written, Limits::default());
+            assert_eq!(scanned, split_at(&ends, written), "at {written}");
+            let (whole, cut) = scanned;
+            assert!(whole.bytes <= written);
+            assert_eq!(cut.is_some(), whole.bytes < written);
+        }
+        assert_eq!(count_frames(&bytes, Limits::default()), 5);
+    }
 }
