@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use crate::cmd::{self, dump::Style, relay};
 use crate::failure::Failure;
 use crate::input::Input;
+use crate::net::{ClientTlsArgs, ServerArgs};
 
 #[derive(Parser)]
 #[command(
@@ -96,6 +97,8 @@ enum Command {
         /// Print a view for people instead of JSON.
         #[arg(long)]
         pretty: bool,
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// Stream the frames of FILE (or stdin) to a listener at ADDR.
     Send {
@@ -104,26 +107,11 @@ enum Command {
         addr: String,
         #[command(flatten)]
         input: Input,
+        #[command(flatten)]
+        tls: ClientTlsArgs,
     },
     /// Forward frames to consumers by their header's target, reading only headers.
-    Relay {
-        /// Address to accept producers on (port 0: any free port; the
-        /// address is printed on stderr).
-        #[arg(long, value_name = "ADDR")]
-        listen: String,
-        /// Send frames whose header target is TARGET to the consumer at ADDR
-        /// (repeat for more routes).
-        #[arg(long = "route", value_name = "TARGET=ADDR", value_parser = relay::parse_route,
-              required_unless_present = "default")]
-        routes: Vec<(u32, String)>,
-        /// Send frames of every other target to the consumer at ADDR
-        /// (without it they are counted as unroutable).
-        #[arg(long, value_name = "ADDR")]
-        default: Option<String>,
-        /// Print frames/s and bytes/s per route every second (on stdout).
-        #[arg(long)]
-        stats: bool,
-    },
+    Relay(relay::RelayArgs),
     /// Publish the frames of FILE (or stdin) to NATS, each on the subject of its header.
     Pub(cmd::publish::PubArgs),
     /// Print the frames published under a prefix as they arrive, as dump does.
@@ -170,22 +158,16 @@ fn run(command: Command) -> Result<(), Failure> {
             addr,
             with_data,
             pretty,
+            server,
         } => {
             // The listener writes stdout from its own thread.
             drop(out);
-            return cmd::listen::run(&addr, Style::new(with_data, pretty));
+            return cmd::listen::run(&addr, Style::new(with_data, pretty), &server);
         }
-        Command::Send { addr, input } => cmd::send::run(&addr, &input)?,
-        Command::Relay {
-            listen,
-            routes,
-            default,
-            stats,
-        } => {
+        Command::Send { addr, input, tls } => cmd::send::run(&addr, &input, &tls)?,
+        Command::Relay(args) => {
             drop(out);
-            let mut config = relay::Config::new(routes, default);
-            config.stats = stats;
-            return relay::main(&listen, config);
+            return relay::main(&args);
         }
         // These write stdout themselves, as frames come.
         Command::Pub(args) => {

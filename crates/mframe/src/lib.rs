@@ -15,6 +15,7 @@ mod failure;
 mod input;
 mod json_in;
 mod json_out;
+pub mod net;
 mod plural;
 mod pretty;
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use messageframe::{FrameReader, FrameWriter};
-use support::{free_listener, numbered_frame, wait_until, Proc};
+use support::{free_listener, numbered_frame, peak_rss_bytes, wait_until, Proc};
 
 const PRODUCERS: u32 = 4;
 const FRAMES: u64 = 50_000;
@@ -77,26 +77,11 @@ fn connect(addr: &str) -> FrameWriter<BufWriter<TcpStream>> {
     FrameWriter::new(BufWriter::new(TcpStream::connect(addr).unwrap()))
 }
 
-/// The report line of one route, from the relay's stderr.
+/// The report line of one route, from the relay's stderr: (delivered,
+/// dropped).
 fn route_report(report: &str, target: u32) -> (u64, u64) {
-    let prefix = format!("mframe: relay: route {target} -> ");
-    let line = report
-        .lines()
-        .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("no report for route {target}: {report}"));
-    // "...: N frames (B bytes) delivered, U undelivered"
-    let after = line.rsplit_once(": ").unwrap().1;
-    let delivered = after.split(' ').next().unwrap().parse().unwrap();
-    let undelivered = after
-        .rsplit_once(", ")
-        .unwrap()
-        .1
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    (delivered, undelivered)
+    let r = support::route_report(report, &target.to_string());
+    (r.delivered, r.dropped)
 }
 
 #[test]
@@ -148,96 +133,7 @@ fn relay_under_load_delivers_every_frame_exactly_once_in_order() {
 }
 
 #[test]
-fn a_killed_consumer_is_reported_with_its_undelivered_frames_and_other_routes_are_unaffected() {
-    let (c1, seen1, h1) = checking_consumer(1);
-    // Consumer 2 is a real `mframe listen`, killed mid-run.
-    let victim = Proc::spawn(&["listen", "127.0.0.1:0"]);
-    let c2 = victim.listening_on();
-    let mut relay = Proc::spawn(&[
-        "relay",
-        "--listen",
-        "127.0.0.1:0",
-        "--route",
-        &format!("1={c1}"),
-        "--route",
-        &format!("2={c2}"),
-    ]);
-    let addr = relay.listening_on();
-    // The producers send a fifth of their frames, wait while consumer 2 is
-    // killed, then send the rest.
-    let killed = Arc::new(Barrier::new(PRODUCERS as usize + 1));
-    let producers: Vec<_> = (0..PRODUCERS)
-        .map(|id| {
-            let (addr, killed) = (addr.clone(), killed.clone());
-            thread::spawn(move || {
-                let mut writer = connect(&addr);
-                produce(&mut writer, id, 0, FRAMES / 5);
-                killed.wait();
-                produce(&mut writer, id, FRAMES / 5, FRAMES);
-            })
-        })
-        .collect();
-    // Consumer 2 prints a few thousand frames, then dies.
-    let printed = victim.stdout_lines(2_000).len();
-    let mut victim = victim;
-    victim.signal("KILL");
-    victim.wait();
-    relay.stderr_line("went away");
-    killed.wait();
-    for p in producers {
-        p.join().unwrap();
-    }
-    let per_consumer = (PRODUCERS as u64 * FRAMES / 2) as usize;
-    wait_until("route 1's frames", || {
-        seen1.load(Ordering::SeqCst) == per_consumer
-    });
-    relay.signal("INT");
-    assert!(relay.wait().success());
-    // Route 1: everything, exactly once, in order.
-    let counts = h1.join().unwrap();
-    assert!(
-        counts.values().all(|&n| n == FRAMES / 2) && counts.len() == 4,
-        "{counts:?}"
-    );
-    let report = relay.stderr_text();
-    assert_eq!(
-        route_report(&report, 1),
-        (per_consumer as u64, 0),
-        "{report}"
-    );
-    // Route 2: every frame is accounted for, delivered or not; at least
-    // the four fifths sent after the kill were not delivered.
-    let (delivered, undelivered) = route_report(&report, 2);
-    assert_eq!(delivered + undelivered, per_consumer as u64, "{report}");
-    assert!(undelivered >= per_consumer as u64 * 4 / 5, "{report}");
-    assert!(delivered >= printed as u64);
-    let gone = report
-        .lines()
-        .find(|l| l.contains("went away"))
-        .unwrap()
-        .to_owned();
-    assert!(
-        gone.starts_with(&format!(
-            "mframe: relay: consumer {c2} (targets 2) went away: "
-        )),
-        "{gone}"
-    );
-    assert!(
-        gone.ends_with("its frames are counted as undelivered"),
-        "{gone}"
-    );
-}
-
-/// The relay process's peak resident memory, from /proc.
-fn peak_rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024
-}
-
-#[test]
-fn a_stalled_consumer_slows_its_producer_and_the_relay_memory_stays_bounded() {
+fn with_when_full_block_a_stalled_consumer_slows_its_producer_and_the_relay_memory_stays_bounded() {
     use std::io::Write;
     use std::time::Duration;
 
@@ -267,12 +163,20 @@ fn a_stalled_consumer_slows_its_producer_and_the_relay_memory_stays_bounded() {
         }
         next
     });
+    // Backpressure instead of drops; a queue of 4 MiB; the consumer stalls
+    // for a few seconds, well within the write timeout.
     let mut relay = Proc::spawn(&[
         "relay",
         "--listen",
         "127.0.0.1:0",
         "--route",
         &format!("1={consumer_addr}"),
+        "--when-full",
+        "block",
+        "--route-buffer",
+        "4MiB",
+        "--write-timeout",
+        "120",
     ]);
     let addr = relay.listening_on();
     let written = Arc::new(AtomicUsize::new(0));
@@ -293,14 +197,7 @@ fn a_stalled_consumer_slows_its_producer_and_the_relay_memory_stays_bounded() {
     });
     // The producer runs until the consumer's queue and the sockets' buffers
     // are full, then blocks: it has not written more after a quiet second.
-    let mut last = 0;
-    wait_until("the producer to stall", || {
-        thread::sleep(Duration::from_millis(1000));
-        let now = written.load(Ordering::SeqCst);
-        let stalled = now == last && now > 0;
-        last = now;
-        stalled
-    });
+    let last = support::wait_stalled(&written, Duration::from_millis(1000));
     // The relay's 4 MiB queue, its read buffer, and the kernel's socket
     // buffers on both hops: far less than what the producer wants to send.
     assert!(
@@ -329,6 +226,8 @@ fn a_stalled_consumer_slows_its_producer_and_the_relay_memory_stays_bounded() {
 
 #[test]
 fn ctrl_c_flushes_the_queued_frames_before_the_relay_exits() {
+    // `--when-full block`, so that the queue is full (not dropping) when
+    // Ctrl-C comes.
     use std::io::Write;
     use std::time::Duration;
 
@@ -357,6 +256,12 @@ fn ctrl_c_flushes_the_queued_frames_before_the_relay_exits() {
         "--route",
         &format!("1={consumer_addr}"),
         "--stats",
+        "--when-full",
+        "block",
+        "--route-buffer",
+        "4MiB",
+        "--write-timeout",
+        "120",
     ]);
     let addr = relay.listening_on();
     let written = Arc::new(AtomicUsize::new(0));
@@ -379,14 +284,7 @@ fn ctrl_c_flushes_the_queued_frames_before_the_relay_exits() {
             }
         }
     });
-    let mut last = 0;
-    wait_until("the producer to stall", || {
-        thread::sleep(Duration::from_millis(1000));
-        let now = written.load(Ordering::SeqCst);
-        let stalled = now == last && now > 0;
-        last = now;
-        stalled
-    });
+    support::wait_stalled(&written, Duration::from_millis(1000));
     // What the relay had written to the (stalled) consumer's socket when
     // it was stopped, from its --stats line.
     let mut before = relay.stdout_line(support::WAIT).expect("a stats line");

@@ -54,18 +54,32 @@ fn lines(
 impl Proc {
     /// Starts `mframe ARGS` with stdin piped.
     pub fn spawn(args: &[&str]) -> Proc {
-        Proc::spawn_env(args, &[])
+        Proc::start(&[], args, &[], false)
     }
 
     /// Starts `mframe ARGS` with stdin piped and these environment
     /// variables (the NATS login variables of the test's own environment
     /// removed).
     pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Proc {
-        Proc::start(args, env, false)
+        Proc::start(&[], args, env, false)
     }
 
-    fn start(args: &[&str], env: &[(&str, &str)], blocked_stdout: bool) -> Proc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
+    /// Starts `mframe ARGS` under `prlimit LIMITS` (e.g. `--nofile=128`,
+    /// `--as=536870912`): prlimit sets the limits and execs mframe, so the
+    /// process (and its pid) is mframe's.
+    pub fn spawn_limited(limits: &[&str], args: &[&str]) -> Proc {
+        Proc::start(limits, args, &[], false)
+    }
+
+    fn start(limits: &[&str], args: &[&str], env: &[(&str, &str)], blocked_stdout: bool) -> Proc {
+        let mut command = if limits.is_empty() {
+            Command::new(env!("CARGO_BIN_EXE_mframe"))
+        } else {
+            let mut c = Command::new("prlimit");
+            c.args(limits).arg("--").arg(env!("CARGO_BIN_EXE_mframe"));
+            c
+        };
+        let mut child = command
             .args(args)
             .env_remove("NATS_USER")
             .env_remove("NATS_PASSWORD")
@@ -76,6 +90,7 @@ impl Proc {
             .stderr(Stdio::piped())
             .spawn()
             .expect("mframe starts");
+        LIVE.lock().unwrap().push(child.id());
         let log = Arc::new(Mutex::new(Vec::new()));
         let stdout_pipe = child.stdout.take().unwrap();
         let stdout = if blocked_stdout {
@@ -104,7 +119,7 @@ impl Proc {
     /// Starts `mframe ARGS` with a stdout nobody reads: the pipe fills and
     /// every write blocks.
     pub fn spawn_blocked_stdout(args: &[&str]) -> Proc {
-        Proc::start(args, &[], true)
+        Proc::start(&[], args, &[], true)
     }
 
     pub fn pid(&self) -> u32 {
@@ -174,6 +189,17 @@ impl Proc {
         }
     }
 
+    /// The first stderr line (from now) containing every one of `needles`;
+    /// panics after [`WAIT`].
+    pub fn stderr_line_with(&self, needles: &[&str]) -> String {
+        loop {
+            let line = self.stderr_line(needles[0]);
+            if needles.iter().all(|n| line.contains(n)) {
+                return line;
+            }
+        }
+    }
+
     /// The address a `listen` or `relay` reports on stderr.
     pub fn listening_on(&self) -> String {
         let line = self.stderr_line("listening on ");
@@ -228,6 +254,38 @@ impl Drop for Proc {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        LIVE.lock().unwrap().retain(|&p| p != self.child.id());
+    }
+}
+
+/// The processes started and not dropped yet, for [`within`].
+static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Runs `test` with a hard deadline: past `limit` the test fails and every
+/// process it started is killed (a hung test then costs `limit`, not the
+/// CI job).
+pub fn within<T: Send + 'static>(limit: Duration, test: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = channel();
+    let runner = thread::spawn(move || {
+        let out = test();
+        let _ = tx.send(());
+        out
+    });
+    match rx.recv_timeout(limit) {
+        Ok(()) => runner.join().unwrap(),
+        // The test panicked: its own message.
+        Err(RecvTimeoutError::Disconnected) => match runner.join() {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(RecvTimeoutError::Timeout) => {
+            for pid in LIVE.lock().unwrap().iter() {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+            panic!("the test did not finish within {limit:?}");
+        }
     }
 }
 
@@ -239,6 +297,21 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Waits until `progress` (a count a writer thread keeps) stops moving for
+/// `quiet`, and is not 0; returns it.
+pub fn wait_stalled(progress: &std::sync::atomic::AtomicUsize, quiet: Duration) -> usize {
+    use std::sync::atomic::Ordering;
+    let mut last = 0;
+    wait_until("the writer to stall", || {
+        thread::sleep(quiet);
+        let now = progress.load(Ordering::SeqCst);
+        let stalled = now == last && now > 0;
+        last = now;
+        stalled
+    });
+    last
 }
 
 /// A loopback listener on a free port.
@@ -257,4 +330,92 @@ pub fn numbered_frame(producer: u32, seq: u64, target: u32) -> Frame {
     frame.add("load", "seq", seq as i64);
     frame.add("load", "label", "payload");
     frame
+}
+
+/// One route's line of a relay's final report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteLine {
+    pub delivered: u64,
+    pub bytes: u64,
+    pub dropped: u64,
+    pub queue_full: u64,
+    pub connection_lost: u64,
+    pub shutdown: u64,
+    pub reconnects: u64,
+}
+
+/// The report line of route `target` (a number or `default`), from a
+/// relay's stderr: "route T -> ADDR: N frames (B bytes) delivered, D
+/// dropped (F queue full, L connection lost, S at shutdown), R reconnects".
+pub fn route_report(report: &str, target: &str) -> RouteLine {
+    let prefix = format!("mframe: relay: route {target} -> ");
+    let line = report
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no report for route {target}: {report}"));
+    let after = &line[prefix.len()..];
+    let after = &after[after.find(": ").expect("a colon after the address") + 2..];
+    let numbers: Vec<u64> = after
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    assert_eq!(numbers.len(), 7, "{line}");
+    let r = RouteLine {
+        delivered: numbers[0],
+        bytes: numbers[1],
+        dropped: numbers[2],
+        queue_full: numbers[3],
+        connection_lost: numbers[4],
+        shutdown: numbers[5],
+        reconnects: numbers[6],
+    };
+    assert_eq!(
+        r.dropped,
+        r.queue_full + r.connection_lost + r.shutdown,
+        "{line}"
+    );
+    r
+}
+
+/// A process's peak resident memory (VmHWM), in bytes.
+pub fn peak_rss_bytes(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmHWM:") * 1024
+}
+
+/// A field of /proc/PID/status, in KiB.
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The CPU time (user + system) a process has used so far, from
+/// /proc/PID/stat.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name (which is in parentheses and may
+    // hold spaces): state is field 3, utime 14, stime 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / clock_ticks() as f64
+}
+
+/// `getconf CLK_TCK` (100 on Linux).
+fn clock_ticks() -> u64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100)
+}
+
+/// One line of figures a fault test measured, on stdout (`cargo test --
+/// --nocapture` shows them; docs/security.md's table is made from them).
+pub fn figures(test: &str, pairs: &[(&str, String)]) {
+    let body: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    println!("FIGURES {test}: {}", body.join(" "));
 }

@@ -25,6 +25,7 @@ use clap::Args;
 
 use super::nats::{self, Connection, FilterArgs};
 use crate::failure::{status, Failure};
+use crate::net::ServerArgs;
 use state::{Limits, State};
 
 #[derive(Args, Debug)]
@@ -58,6 +59,9 @@ pub(crate) struct ViewArgs {
     max_attachment: usize,
     #[command(flatten)]
     connection: Connection,
+    /// The TCP input's limits and TLS (a TCP SOURCE only).
+    #[command(flatten)]
+    server: ServerArgs,
     #[command(flatten)]
     filter: FilterArgs,
 }

@@ -11,16 +11,21 @@
 //! - `GET /api/state`: everything the page would get first, as JSON (for
 //!   scripts and tests).
 //!
-//! The WebSocket and the API answer only requests whose `Host` and
-//! `Origin` name the loopback interface ([`local`]).
+//! The WebSocket and the API answer only requests whose `Host` names the
+//! loopback interface and this server's port, and whose `Origin` (when the
+//! browser sends one) is this page's own: the same host and port
+//! ([`local`]). Every response carries a Content-Security-Policy (the
+//! page's own scripts, styles and WebSocket only), `X-Content-Type-Options:
+//! nosniff` and `X-Frame-Options: DENY` ([`guard`]).
 
 use std::future::{Future, IntoFuture};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State as Shared};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{Query, Request, State as Shared};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -46,8 +51,8 @@ const VIEW_CSS: &str = include_str!("../../../assets/view/view.css");
 const UPLOT_JS: &str = include_str!("../../../assets/view/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../../../assets/view/uplot/uPlot.min.css");
 
-/// The routes, for [`serve`] and the tests.
-pub(crate) fn router(state: Db) -> Router {
+/// The routes, for [`serve`] and the tests; `port` is the page's own.
+pub(crate) fn router(state: Db, port: u16) -> Router {
     Router::new()
         .route(
             "/",
@@ -73,6 +78,40 @@ pub(crate) fn router(state: Db) -> Router {
         .route("/api/attachment", get(attachment))
         .route("/api/state", get(snapshot))
         .with_state(state)
+        .layer(middleware::from_fn(move |request, next| {
+            guard(port, request, next)
+        }))
+}
+
+/// Answers the WebSocket and the API only for this server's own pages, and
+/// adds the security headers to every response.
+async fn guard(port: u16, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let guarded = path == "/ws" || path.starts_with("/api/");
+    let own = local(request.headers(), port);
+    let mut response = if guarded && !own {
+        forbidden()
+    } else {
+        next.run(request).await
+    };
+    let headers = response.headers_mut();
+    // The page loads its script, styles and uPlot from /assets/ and talks
+    // to /ws: nothing else, from nowhere else. `'self'` covers ws: in
+    // current browsers; the WebSocket's URL is also named for older ones.
+    let csp = format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+         connect-src 'self' ws://127.0.0.1:{port} ws://localhost:{port}; \
+         base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    );
+    if let Ok(csp) = HeaderValue::from_str(&csp) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -87,46 +126,46 @@ pub(crate) async fn serve(
     state: Db,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let port = listener.local_addr()?.port();
     tokio::select! {
-        served = axum::serve(listener, router(state)).into_future() => served,
+        served = axum::serve(listener, router(state, port)).into_future() => served,
         () = shutdown => Ok(()),
     }
 }
 
-/// Whether a request comes from a page of this server: its `Host` (and
-/// `Origin`, when there is one) names the loopback interface. Another web
-/// site open in the same browser could otherwise read the telemetry: a
-/// WebSocket is not bound by the same-origin policy, and a DNS name
-/// rebound to 127.0.0.1 passes the browser's checks, but not this one.
-fn local(headers: &HeaderMap) -> bool {
-    fn loopback(host_port: &str) -> bool {
-        let host = match host_port.rsplit_once(':') {
-            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-            _ => host_port,
+/// Whether a request comes from a page of this server: its `Host` is a
+/// loopback name with this server's `port`, and its `Origin`, when there is
+/// one, is `http://` and that same host and port. Another web site open in
+/// the same browser could otherwise read the telemetry: a WebSocket is not
+/// bound by the same-origin policy, a page served by another program on
+/// another local port is another origin, and a DNS name rebound to
+/// 127.0.0.1 passes the browser's checks, but not this one.
+fn local(headers: &HeaderMap, port: u16) -> bool {
+    fn own(host_port: &str, port: u16) -> bool {
+        let Some((host, p)) = host_port.rsplit_once(':') else {
+            return false;
         };
-        matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+        matches!(host, "127.0.0.1" | "localhost" | "[::1]") && p.parse::<u16>() == Ok(port)
     }
     let text = |name| headers.get(name).map(|v| v.to_str().unwrap_or(""));
-    let host_ok = text(header::HOST).is_some_and(loopback);
-    let origin_ok = match text(header::ORIGIN) {
-        None => true,
-        Some(origin) => origin.strip_prefix("http://").is_some_and(loopback),
+    let Some(host) = text(header::HOST).filter(|h| own(h, port)) else {
+        return false;
     };
-    host_ok && origin_ok
+    match text(header::ORIGIN) {
+        None => true,
+        Some(origin) => origin.strip_prefix("http://") == Some(host),
+    }
 }
 
 fn forbidden() -> Response {
     (
         StatusCode::FORBIDDEN,
-        "mframe view answers pages it served itself (Host and Origin must be 127.0.0.1 or localhost)",
+        "mframe view answers pages it served itself (Host must be 127.0.0.1 or localhost with this port, and Origin the same)",
     )
         .into_response()
 }
 
-async fn snapshot(headers: HeaderMap, Shared(state): Shared<Db>) -> Response {
-    if !local(&headers) {
-        return forbidden();
-    }
+async fn snapshot(Shared(state): Shared<Db>) -> Response {
     let mut cursor = Cursor::default();
     let mut state = lock(&state);
     state.tick();
@@ -139,14 +178,7 @@ struct AttachmentQuery {
     id: usize,
 }
 
-async fn attachment(
-    headers: HeaderMap,
-    Shared(state): Shared<Db>,
-    Query(q): Query<AttachmentQuery>,
-) -> Response {
-    if !local(&headers) {
-        return forbidden();
-    }
+async fn attachment(Shared(state): Shared<Db>, Query(q): Query<AttachmentQuery>) -> Response {
     let found = lock(&state).attachment(q.id);
     match found {
         Ok((_, data)) => {
@@ -156,14 +188,7 @@ async fn attachment(
     }
 }
 
-async fn websocket(
-    headers: HeaderMap,
-    ws: WebSocketUpgrade,
-    Shared(state): Shared<Db>,
-) -> Response {
-    if !local(&headers) {
-        return forbidden();
-    }
+async fn websocket(ws: WebSocketUpgrade, Shared(state): Shared<Db>) -> Response {
     ws.on_upgrade(move |socket| client(socket, state))
 }
 
@@ -202,9 +227,21 @@ fn chart_request(text: &str) -> Option<Vec<usize>> {
     struct Request {
         charts: Vec<usize>,
     }
-    serde_json::from_str::<Request>(&text[..text.len().min(64 << 10)])
+    serde_json::from_str::<Request>(cut(text, 64 << 10))
         .ok()
         .map(|r| r.charts)
+}
+
+/// `text`, cut to at most `max` bytes at a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// Sends a page its updates: the first at once, then at most one per
@@ -272,10 +309,7 @@ mod tests {
         let decoder = Decoder::new();
         for i in 0..20_000u64 {
             let bytes = frame(i);
-            state
-                .lock()
-                .unwrap()
-                .ingest(&decoder.view(&bytes).unwrap(), None);
+            state.lock().unwrap().ingest(&decoder.view(&bytes).unwrap());
             if i % 10 == 9 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
@@ -312,26 +346,56 @@ mod tests {
             }
             map
         };
-        assert!(local(&headers(&[(header::HOST, "127.0.0.1:8080")])));
-        assert!(local(&headers(&[(header::HOST, "localhost")])));
-        assert!(local(&headers(&[
-            (header::HOST, "[::1]:80"),
-            (header::ORIGIN, "http://localhost:80")
-        ])));
-        assert!(!local(&headers(&[])), "no Host");
-        assert!(!local(&headers(&[(header::HOST, "evil.example:8080")])));
-        assert!(!local(&headers(&[(
-            header::HOST,
-            "127.0.0.1.evil.example"
-        )])));
-        assert!(!local(&headers(&[
+        let own = |pairs: &[(header::HeaderName, &str)]| local(&headers(pairs), 8080);
+        assert!(own(&[(header::HOST, "127.0.0.1:8080")]));
+        assert!(own(&[(header::HOST, "localhost:8080")]));
+        assert!(own(&[
+            (header::HOST, "[::1]:8080"),
+            (header::ORIGIN, "http://[::1]:8080")
+        ]));
+        assert!(own(&[
+            (header::HOST, "127.0.0.1:8080"),
+            (header::ORIGIN, "http://127.0.0.1:8080")
+        ]));
+        assert!(!own(&[]), "no Host");
+        assert!(!own(&[(header::HOST, "localhost")]), "no port");
+        assert!(!own(&[(header::HOST, "127.0.0.1:8081")]), "another port");
+        assert!(!own(&[(header::HOST, "evil.example:8080")]));
+        assert!(!own(&[(header::HOST, "127.0.0.1.evil.example:8080")]));
+        assert!(!own(&[
             (header::HOST, "127.0.0.1:8080"),
             (header::ORIGIN, "http://evil.example")
-        ])));
-        assert!(!local(&headers(&[
+        ]));
+        // A page another local program serves, on another port.
+        assert!(!own(&[
+            (header::HOST, "127.0.0.1:8080"),
+            (header::ORIGIN, "http://127.0.0.1:3000")
+        ]));
+        // Another loopback name for the same port is another origin.
+        assert!(!own(&[
+            (header::HOST, "127.0.0.1:8080"),
+            (header::ORIGIN, "http://localhost:8080")
+        ]));
+        assert!(!own(&[
+            (header::HOST, "127.0.0.1:8080"),
+            (header::ORIGIN, "https://127.0.0.1:8080")
+        ]));
+        assert!(!own(&[
             (header::HOST, "127.0.0.1:8080"),
             (header::ORIGIN, "null")
-        ])));
+        ]));
+    }
+
+    #[test]
+    fn text_is_cut_at_a_character_boundary() {
+        // 64 KiB of two-byte characters, plus one: the 65,536th byte is
+        // inside a character.
+        let text = format!("x{}", "é".repeat(32 << 10));
+        let cut = cut(&text, 64 << 10);
+        assert_eq!(cut.len(), (64 << 10) - 1);
+        assert!(text.starts_with(cut));
+        assert_eq!(chart_request(&text), None, "no panic, not a request");
+        assert_eq!(super::cut("abc", 10), "abc");
     }
 
     #[test]

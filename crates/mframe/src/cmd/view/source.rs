@@ -11,26 +11,26 @@
 //! [`SUMMARY_EVERY`], instead of a line per connection; a connection's
 //! error still has a line of its own.
 
-use std::net::SocketAddr;
+use crate::plural::count;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use futures_util::StreamExt;
-use messageframe::codec::RawFrameCodec;
-use messageframe::{Decoder, FrameView, Header, StreamError};
+use messageframe::{Decoder, FrameView, Header};
 use messageframe_nats::{Event, Filter};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
-use tokio_util::codec::FramedRead;
 
 use super::state::State;
 use super::{Origin, ViewArgs};
 use crate::cmd::nats;
 use crate::failure::{status, Failure};
 use crate::input::{self, End, Input};
+use crate::net::conn::ConnError;
+use crate::net::log::{Kind, RateLog};
+use crate::net::server::{self, Incoming, Server};
 
 /// Where the frames go: the state, behind its lock, and the filter of
 /// `--target`/`--type`/`--source`.
@@ -38,11 +38,18 @@ use crate::input::{self, End, Input};
 pub(crate) struct Feed {
     state: Arc<Mutex<State>>,
     filter: Filter,
+    /// Error lines on stderr, at a bounded rate (every error is counted on
+    /// the page).
+    log: Arc<RateLog>,
 }
 
 impl Feed {
     pub(crate) fn new(state: Arc<Mutex<State>>, filter: Filter) -> Feed {
-        Feed { state, filter }
+        Feed {
+            state,
+            filter,
+            log: Arc::new(RateLog::new("view: ")),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -51,15 +58,16 @@ impl Feed {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn frame(&self, view: &FrameView<'_>, bytes: Option<&Bytes>) {
+    pub(crate) fn frame(&self, view: &FrameView<'_>) {
         if self.filter.matches(view.header()) {
-            self.lock().ingest(view, bytes);
+            self.lock().ingest(view);
         }
     }
 
     /// An error: on stderr and on the page.
     pub(crate) fn error(&self, origin: &str, message: &str) {
-        status(format_args!("view: {origin}: {message}"));
+        self.log
+            .line(Kind::Peer, format_args!("{origin}: {message}"));
         self.lock().error(origin, message);
     }
 }
@@ -106,19 +114,11 @@ impl Producers {
         let (opened, _, frames) = self.totals();
         (opened > 0).then(|| {
             format!(
-                "producers: {opened} connection{} and {frames} frame{} in all",
-                plural(opened),
-                plural(frames)
+                "producers: {} and {} in all",
+                count(opened, "connection"),
+                count(frames, "frame")
             )
         })
-    }
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 
@@ -140,11 +140,11 @@ pub(crate) async fn summarise(producers: Arc<Producers>, mut line: impl FnMut(St
             continue;
         }
         line(format!(
-            "producers: +{} connected, +{} closed; {} open, {frames} frame{} in all",
+            "producers: +{} connected, +{} closed; {} open, {} in all",
             opened - reported.0,
             closed - reported.1,
             opened - closed,
-            plural(frames)
+            count(frames, "frame")
         ));
         reported = (opened, closed);
         last = Some(tokio::time::Instant::now());
@@ -178,19 +178,34 @@ pub(crate) async fn start(
     let mut producers = None;
     let task = match origin {
         Origin::Tcp(addr) => {
+            let tls = args.server.tls.load()?;
             let listener = TcpListener::bind(&addr)
                 .await
                 .map_err(|e| Failure::Bad(format!("cannot listen on {addr}: {e}")))?;
             let local = listener
                 .local_addr()
                 .map_err(|e| Failure::Bad(format!("cannot listen on {addr}: {e}")))?;
+            let server = Server::new("view: ", args.server.limits(), tls);
             status(format_args!("view: frames: listening on {local}"));
+            status(format_args!("view: frames: {}", server.describe()));
             let counts = Arc::new(Producers::default());
             producers = Some(counts.clone());
             tokio::spawn(async move {
+                let summary =
+                    summarise(counts.clone(), |line| status(format_args!("view: {line}")));
+                // Until the task is aborted, with the viewer.
+                let never = std::future::pending();
+                let serving = server::serve(&server, &listener, never, |incoming| {
+                    let (feed, counts) = (feed.clone(), counts.clone());
+                    async move {
+                        counts.opened();
+                        connection(incoming, feed, &counts).await;
+                        counts.closed();
+                    }
+                });
                 tokio::select! {
-                    () = accept(listener, feed, counts.clone()) => {}
-                    () = summarise(counts, |line| status(format_args!("view: {line}"))) => {}
+                    _ = serving => {}
+                    () = summary => {}
                 }
             })
         }
@@ -225,63 +240,52 @@ pub(crate) async fn start(
     Ok(Running { task, producers })
 }
 
-async fn accept(listener: TcpListener, feed: Feed, producers: Arc<Producers>) {
-    loop {
-        match listener.accept().await {
-            Ok((socket, peer)) => {
-                producers.opened();
-                let (feed, producers) = (feed.clone(), producers.clone());
-                tokio::spawn(async move {
-                    connection(socket, peer, feed, &producers).await;
-                    producers.closed();
-                });
-            }
-            Err(e) => {
-                status(format_args!("view: cannot accept a connection: {e}"));
-                // Out of descriptors, typically: do not spin.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-}
-
-async fn connection(socket: TcpStream, peer: SocketAddr, feed: Feed, producers: &Producers) {
+async fn connection(incoming: Incoming, feed: Feed, producers: &Producers) {
+    let peer = incoming.peer();
+    let Some(mut conn) = incoming.open().await else {
+        return;
+    };
     let decoder = Decoder::new();
-    let mut frames = FramedRead::new(socket, RawFrameCodec::with_decoder(decoder));
-    let (mut index, mut start) = (0usize, 0usize);
     let origin = peer.to_string();
-    while let Some(item) = frames.next().await {
-        let raw = match item {
-            Ok(raw) => raw,
-            Err(StreamError::Decode(e)) => {
-                let e = e.with_base_offset(start);
-                feed.error(
-                    &origin,
-                    &format!("frame {index} (starts at byte {start}): {e}; connection closed"),
-                );
-                return;
+    loop {
+        loop {
+            let framed = match conn.next_frame() {
+                Ok(Some(framed)) => framed,
+                Ok(None) => break,
+                Err(e) => return feed.error(&origin, &format!("{e}; connection closed")),
+            };
+            producers.frame();
+            match decoder.view(conn.bytes(framed.range.clone())) {
+                Ok(view) => feed.frame(&view),
+                Err(e) => {
+                    let start = framed.offset as usize;
+                    feed.error(
+                        &origin,
+                        &format!(
+                            "frame {} (starts at byte {start}): {} (skipped)",
+                            framed.index,
+                            e.with_base_offset(start)
+                        ),
+                    );
+                }
+            }
+        }
+        match conn.fill().await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e @ ConnError::Frame { .. }) => {
+                return feed.error(&origin, &format!("{e}; connection closed"))
             }
             Err(e) => {
-                feed.error(
+                return feed.error(
                     &origin,
-                    &format!("{e}; connection closed after {index} frames"),
-                );
-                return;
+                    &format!(
+                        "{e}; connection closed after {}",
+                        count(conn.frames(), "frame")
+                    ),
+                )
             }
-        };
-        producers.frame();
-        match decoder.view(&raw.bytes) {
-            Ok(view) => feed.frame(&view, Some(&raw.bytes)),
-            Err(e) => feed.error(
-                &origin,
-                &format!(
-                    "frame {index} (starts at byte {start}): {} (skipped)",
-                    e.with_base_offset(start)
-                ),
-            ),
         }
-        start += raw.bytes.len();
-        index += 1;
     }
 }
 
@@ -289,7 +293,7 @@ async fn subscription(mut frames: messageframe_nats::RawSubscription, feed: Feed
     while let Some(item) = frames.next().await {
         match item {
             Ok(Event::Frame(raw)) => match raw.view() {
-                Ok(view) => feed.frame(&view, Some(raw.payload())),
+                Ok(view) => feed.frame(&view),
                 Err(e) => feed.error(raw.subject(), &format!("{e} (skipped)")),
             },
             Ok(Event::Connection(event)) => status(format_args!("nats: {event}")),
@@ -341,7 +345,7 @@ fn replay(input: &Input, speed: f64, feed: &Feed) {
             pacer.wait(&header);
             match decoder.view(bytes) {
                 Ok(view) => {
-                    feed.frame(&view, None);
+                    feed.frame(&view);
                     frames += 1;
                 }
                 Err(e) => feed.error(
@@ -363,7 +367,7 @@ fn replay(input: &Input, speed: f64, feed: &Feed) {
         Ok(End::Rest { index, start, rest }) => {
             let got = input::whole(&rest, &name, decoder, index, start, |_, view| {
                 pacer.wait(view.header());
-                feed.frame(view, None);
+                feed.frame(view);
                 frames += 1;
                 Ok(())
             });
@@ -384,7 +388,8 @@ fn replay(input: &Input, speed: f64, feed: &Feed) {
         Err(Failure::BrokenPipe) => {}
     }
     status(format_args!(
-        "view: {name}: {frames} frames replayed; the page stays up until Ctrl-C"
+        "view: {name}: {} replayed; the page stays up until Ctrl-C",
+        count(frames, "frame")
     ));
 }
 

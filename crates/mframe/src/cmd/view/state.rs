@@ -318,10 +318,8 @@ impl State {
         }
     }
 
-    /// Takes in one valid frame. `bytes` is the frame when it is already
-    /// shared (a network buffer), so that attachments are kept without a
-    /// copy; `None` copies those kept.
-    pub(crate) fn ingest(&mut self, view: &FrameView<'_>, bytes: Option<&Bytes>) {
+    /// Takes in one valid frame.
+    pub(crate) fn ingest(&mut self, view: &FrameView<'_>) {
         self.generation += 1;
         let generation = self.generation;
         let header = *view.header();
@@ -346,7 +344,7 @@ impl State {
             }
         }
         if view.attachment_count() > 0 {
-            self.attachments_of(view, &header, bytes);
+            self.attachments_of(view, &header);
         }
     }
 
@@ -418,8 +416,7 @@ impl State {
         Some(i)
     }
 
-    fn attachments_of(&mut self, view: &FrameView<'_>, header: &Header, bytes: Option<&Bytes>) {
-        let frame = view.as_bytes();
+    fn attachments_of(&mut self, view: &FrameView<'_>, header: &Header) {
         for (name, data) in view.attachments() {
             let i = match self
                 .attachments
@@ -443,14 +440,11 @@ impl State {
                     self.attachments.len() - 1
                 }
             };
-            let kept = (data.len() <= self.limits.max_attachment).then(|| match bytes {
-                // `data` lies inside `frame`, which is `bytes`.
-                Some(shared) if shared.as_ptr() == frame.as_ptr() => {
-                    let start = data.as_ptr() as usize - frame.as_ptr() as usize;
-                    shared.slice(start..start + data.len())
-                }
-                _ => Bytes::copy_from_slice(data),
-            });
+            // A copy of exactly the attachment: a slice of the received
+            // buffer would keep all of that buffer alive (a 1 KiB
+            // attachment holding a 16 MiB frame's memory).
+            let kept =
+                (data.len() <= self.limits.max_attachment).then(|| Bytes::copy_from_slice(data));
             let a = &mut self.attachments[i];
             a.len = data.len();
             a.stamp = header.timestamp();
@@ -898,7 +892,7 @@ mod tests {
 
     fn ingest(state: &mut State, bytes: &[u8]) {
         let view = Decoder::new().view(bytes).unwrap();
-        state.ingest(&view, None);
+        state.ingest(&view);
     }
 
     fn limits(max_keys: usize, max_charted: usize, points: usize) -> Limits {
@@ -1025,9 +1019,8 @@ mod tests {
         f.add_attachment("small", vec![1u8; 1_000]);
         f.add_attachment("big", vec![2u8; 1_001]);
         let bytes = f.encode().unwrap();
-        let shared = Bytes::from(bytes);
-        let view = Decoder::new().view(&shared).unwrap();
-        state.ingest(&view, Some(&shared));
+        let view = Decoder::new().view(&bytes).unwrap();
+        state.ingest(&view);
         match &state.rows[0].value {
             Latest::String(s) => {
                 assert!(s.len() <= MAX_STRING_BYTES && s.len() >= MAX_STRING_BYTES - 1);
