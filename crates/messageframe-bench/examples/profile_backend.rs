@@ -1,9 +1,9 @@
 //! Runs one backend's cycle of one scenario in a loop, for a profiler:
 //!
 //! ```text
-//! cargo build --release -p messageframe-bench --example profile_backend
-//! valgrind --tool=callgrind target/release/examples/profile_backend medium messageframe 2000
-//! valgrind --tool=callgrind target/release/examples/profile_backend medium prost:fresh 2000
+//! cargo build --profile profiling -p messageframe-bench --example profile_backend
+//! valgrind --tool=callgrind target/profiling/examples/profile_backend medium messageframe 2000
+//! valgrind --tool=callgrind target/profiling/examples/profile_backend medium prost:fresh 2000
 //! ```
 //!
 //! Instruction counts stay stable on a noisy machine where timings do not;
@@ -32,7 +32,7 @@
 //!
 //! ```text
 //! valgrind --tool=callgrind --toggle-collect='*first_find*' \
-//!     target/release/examples/profile_backend large build-find 2000
+//!     target/profiling/examples/profile_backend large build-find 2000
 //! ```
 
 use std::hint::black_box;

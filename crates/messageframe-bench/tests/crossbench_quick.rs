@@ -97,6 +97,7 @@ fn quick_runs_produce_complete_plausible_results() {
         Format::Mf,
         Format::MfView,
         Format::MfSet,
+        Format::RmpWire,
         Format::RmpBorrowed,
         CBOR,
         Format::Flexbuffers,
@@ -129,6 +130,7 @@ fn quick_runs_produce_complete_plausible_results() {
         "one writer"
     );
     assert_eq!(size(Format::SerdeJson), size(FAST_JSON), "same JSON text");
+    assert_eq!(size(Format::Mf), size(Format::RmpWire), "the same wire");
 
     let l = s.lookups.expect("lookups measured");
     assert!(l.build_us > 0.0 && l.build_find_us > 0.0 && l.repeated_find_ns > 0.0);
