@@ -254,15 +254,16 @@ fn write_frame<O: Out>(frame: &Frame, out: &mut O, mut data: impl FnMut(&mut O, 
 
     let params = frame.params();
     write_map_len(out, params.len());
+    let text = params.text().as_bytes();
     for e in params.entries() {
-        write_str(out, params.key_bytes(e));
+        write_str(out, e.key_in(text));
         match e.slot {
             Slot::Int(v) => write_int_pair(out, v),
             Slot::Double(v) => write_double_pair(out, v),
             Slot::Bool(v) => write_bool_pair(out, v),
             Slot::Str { start, len } => {
                 let start = start as usize;
-                write_str_pair(out, &params.text().as_bytes()[start..start + len as usize]);
+                write_str_pair(out, &text[start..start + len as usize]);
             }
             Slot::Unknown { start, len } => {
                 // The arena holds the tag, already in its shortest form,
@@ -299,8 +300,9 @@ pub(crate) fn encoded_len(frame: &Frame) -> usize {
         + uint_len(u64::from(h.flags()));
     let params = frame.params();
     n += len_prefix_len(params.len(), Some(15), false);
+    let text = params.text().as_bytes();
     for e in params.entries() {
-        let key = params.key_bytes(e).len();
+        let key = e.key_in(text).len();
         n += len_prefix_len(key, Some(31), true) + key + 2;
         n += match e.slot {
             Slot::Int(v) => int_len(v),

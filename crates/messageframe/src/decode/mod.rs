@@ -326,41 +326,45 @@ impl Decoder {
         exact: bool,
     ) -> Result<usize, DecodeError> {
         frame.clear_attachments();
-        let (params, attachments) = frame.decode_parts();
-        let target = params.begin_decode();
-        let mut sink = OwnedSink {
-            text_end: sink::arena_end(target.text.capacity()),
-            raw_end: sink::arena_end(target.raw.capacity()),
-            target,
-            attachments,
-            shared,
-            input: bytes,
-            budget: Budget::new(self.limits.max_alloc_bytes),
-            utf8_ok: true,
-            claimed: 0,
-        };
-        let mut result = walk(self, bytes, &mut sink);
-        if let Ok((_, layout)) = &result {
-            if exact && layout.end() != bytes.len() {
-                result = Err(DecodeError::new(
-                    ErrorKind::TrailingBytes {
-                        count: bytes.len() - layout.end(),
-                    },
-                    layout.end(),
-                    Context::Frame,
-                ));
+        // The sink borrows the frame's storage: it is gone at the end of
+        // this block, before the frame is used again.
+        let (result, kept, budget) = {
+            let (params, attachments) = frame.decode_parts();
+            let target = params.begin_decode();
+            let mut sink = OwnedSink {
+                text_end: sink::arena_end(target.text.capacity()),
+                raw_end: sink::arena_end(target.raw.capacity()),
+                target,
+                attachments,
+                shared,
+                input: bytes,
+                budget: Budget::new(self.limits.max_alloc_bytes),
+                utf8_ok: true,
+                claimed: 0,
+            };
+            let mut result = walk(self, bytes, &mut sink);
+            if let Ok((_, layout)) = &result {
+                if exact && layout.end() != bytes.len() {
+                    result = Err(DecodeError::new(
+                        ErrorKind::TrailingBytes {
+                            count: bytes.len() - layout.end(),
+                        },
+                        layout.end(),
+                        Context::Frame,
+                    ));
+                }
             }
-        }
-        let mut fine = result.is_ok() && sink.utf8_ok;
-        if fine && self.strict {
-            // Duplicates are looked for once, with the index lookups build
-            // anyway (charged to the budget first).
-            let DecodeTarget { table, text, .. } = &sink.target;
-            fine = sink.budget.charge(Index::bytes_for(table.len())).is_ok()
-                && table.first_duplicate(text).is_none();
-        }
-        let kept = sink.target.finish(fine);
-        let budget = sink.budget;
+            let mut fine = result.is_ok() && sink.utf8_ok;
+            if fine && self.strict {
+                // Duplicates are looked for once, with the index lookups
+                // build anyway (charged to the budget first).
+                let DecodeTarget { table, text, .. } = &sink.target;
+                fine = sink.budget.charge(Index::bytes_for(table.len())).is_ok()
+                    && table.first_duplicate(text.bytes()).is_none();
+            }
+            let OwnedSink { target, budget, .. } = sink;
+            (result, target.finish(fine), budget)
+        };
         match result {
             Ok((header, layout)) if kept => {
                 frame.set_header(header);
