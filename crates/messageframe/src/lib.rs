@@ -77,9 +77,9 @@ mod prelude {
     };
 }
 
+mod arena;
 #[cfg(feature = "tokio")]
 pub mod codec;
-mod arena;
 mod decode;
 mod encode;
 mod error;
