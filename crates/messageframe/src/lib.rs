@@ -82,6 +82,7 @@ mod arena;
 pub mod codec;
 mod decode;
 mod encode;
+mod encoder;
 mod error;
 mod frame;
 mod header;
@@ -101,6 +102,7 @@ mod wire;
 
 pub use bytes::Bytes;
 pub use decode::{Decoder, Limits};
+pub use encoder::FrameEncoder;
 pub use error::{
     AddError, Context, DecodeError, EncodeError, ErrorKind, Expected, IntOutOfRange, Limit,
 };

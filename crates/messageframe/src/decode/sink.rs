@@ -17,29 +17,29 @@ use super::{Budget, Decoder};
 
 /// Validates every string as it arrives and stores nothing: the view's sink,
 /// and the owned decoder's way to find the first error in input order.
-pub(crate) struct CheckSink<'a> {
-    strict: bool,
+/// `STRICT` (the decoder's [`strict`](Decoder::strict)) is a constant, so
+/// that the lenient walk, which a view made with `FrameView::new` runs,
+/// holds no code of the strict one's duplicate check (its key set, hash
+/// index and hasher: 6 KB of a Cortex-M binary, docs/performance.md).
+pub(crate) struct CheckSink<'a, const STRICT: bool> {
     /// Keys seen; only strict decoding pays for it.
     seen: Option<KeySet<'a>>,
     budget: Budget,
 }
 
-impl CheckSink<'_> {
+impl<const STRICT: bool> CheckSink<'_, STRICT> {
     pub(crate) fn new(dec: &Decoder) -> Self {
         Self::with_budget(dec, Budget::new(dec.limits.max_alloc_bytes))
     }
 
     /// A validating sink that spends what is left of `budget`.
     pub(super) fn with_budget(dec: &Decoder, budget: Budget) -> Self {
-        CheckSink {
-            strict: dec.strict,
-            seen: None,
-            budget,
-        }
+        debug_assert_eq!(dec.strict, STRICT);
+        CheckSink { seen: None, budget }
     }
 }
 
-impl CheckSink<'_> {
+impl<const STRICT: bool> CheckSink<'_, STRICT> {
     /// Only strict decoding pays for the key set, sized once (out of line:
     /// the lenient walk stays as small as it was).
     #[inline(never)]
@@ -50,12 +50,12 @@ impl CheckSink<'_> {
     }
 }
 
-impl<'a> Sink<'a> for CheckSink<'a> {
+impl<'a, const STRICT: bool> Sink<'a> for CheckSink<'a, STRICT> {
     const RECORDS_KEYS: bool = true;
 
     #[inline]
     fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
-        if self.strict && count > 0 {
+        if STRICT && count > 0 {
             self.start_key_set(count)?;
         }
         Ok(())
@@ -71,9 +71,11 @@ impl<'a> Sink<'a> for CheckSink<'a> {
                 return Err(Refusal::Utf8 { in_key: false });
             }
         }
-        if let Some(seen) = &mut self.seen {
-            if !seen.insert(key) {
-                return Err(Refusal::Duplicate);
+        if STRICT {
+            if let Some(seen) = &mut self.seen {
+                if !seen.insert(key) {
+                    return Err(Refusal::Duplicate);
+                }
             }
         }
         Ok(())
@@ -220,7 +222,9 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
         Ok(())
     }
 
-    #[inline]
+    // Always: with two instantiations of the owned decode (strict and
+    // lenient), the compiler stopped inlining it into the walk's loop.
+    #[inline(always)]
     fn param(&mut self, key: &'a [u8], value: WireValue<'a>) -> Result<(), Refusal> {
         // A continuation byte cannot start a valid string: each string's
         // first byte is checked, the arena as a whole at the end.
