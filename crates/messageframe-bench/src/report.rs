@@ -286,22 +286,8 @@ pub fn judge_targets(scenarios: &[ScenarioResult]) -> Vec<Target> {
             if floor == RmpBorrowed && s.params < 32 {
                 continue;
             }
-            j.at_most(
-                s,
-                re,
-                owned,
-                floor,
-                1.0,
-                &format!("{note}owned round trip"),
-            );
-            j.at_most(
-                s,
-                re,
-                view,
-                floor,
-                0.9,
-                &format!("{note}view round trip"),
-            );
+            j.at_most(s, re, owned, floor, 1.0, &format!("{note}owned round trip"));
+            j.at_most(s, re, view, floor, 0.9, &format!("{note}view round trip"));
         }
     }
     // The peers. Retired by issue 23, kept as context columns: ≥ 2x CBOR
@@ -333,14 +319,7 @@ pub fn judge_targets(scenarios: &[ScenarioResult]) -> Vec<Target> {
         } else {
             (Mf, "")
         };
-        j.at_most(
-            s,
-            fr,
-            ours,
-            CBOR,
-            1.0,
-            &format!("{note}fresh round trip"),
-        );
+        j.at_most(s, fr, ours, CBOR, 1.0, &format!("{note}fresh round trip"));
     }
     for s in scenarios
         .iter()
@@ -674,18 +653,22 @@ mod tests {
         let flat = find(&t, "S32: owned round trip ≤ 1.0x rmp floor (borrowed)");
         assert!(!flat.met && flat.figure.ends_with("1.05x"), "{flat:?}");
         assert!(find(&t, "S32: view round trip ≤ 0.9x rmp floor (borrowed)").met);
-        assert!(find(&t, "S32h: owned round trip ≤ 1.0x rmp floor").met, "0.5 / 0.95");
+        assert!(
+            find(&t, "S32h: owned round trip ≤ 1.0x rmp floor").met,
+            "0.5 / 0.95"
+        );
         // Reused: serde_json ≥ 8x (7x: missed); prost's 8x and CBOR's 2x
         // are retired (context columns only).
         let reused: Vec<&Target> = t.iter().filter(|t| t.group == "reused").collect();
         assert!(reused
             .iter()
             .any(|t| t.requirement == "S32: messageframe ≥ 8x faster than serde_json" && !t.met));
-        assert!(!t.iter().any(|t| t.requirement.contains("faster than prost")
-            && t.group == "reused"));
         assert!(!t
             .iter()
-            .any(|t| t.requirement.contains(&format!("faster than {}", CBOR.label()))));
+            .any(|t| t.requirement.contains("faster than prost") && t.group == "reused"));
+        assert!(!t.iter().any(|t| t
+            .requirement
+            .contains(&format!("faster than {}", CBOR.label()))));
         // Fresh ratios use the fresh rows: 13 / 2 = 6.5x and 11 / 2 = 5.5x.
         let fresh: Vec<&Target> = t.iter().filter(|t| t.group == "fresh").collect();
         assert!(fresh.iter().any(
@@ -729,7 +712,9 @@ mod tests {
         );
         let t = judge_targets(&[small]);
         assert!(find(&t, "S4: owned round trip ≤ 1.0x rmp same-wire floor").met);
-        assert!(!t.iter().any(|t| t.requirement.contains("rmp floor (borrowed)")));
+        assert!(!t
+            .iter()
+            .any(|t| t.requirement.contains("rmp floor (borrowed)")));
         // Below 32 parameters the reused prost and serde_json targets are 4x.
         assert!(find(&t, "S4: messageframe ≥ 4x faster than prost").met);
         assert!(!find(&t, "S4: messageframe ≥ 4x faster than serde_json").met);
@@ -788,7 +773,9 @@ mod tests {
             "20 / 22.6"
         );
         // 4 parameters: the flat floor is not judged.
-        assert!(!t.iter().any(|t| t.requirement.contains("rmp floor (borrowed)")));
+        assert!(!t
+            .iter()
+            .any(|t| t.requirement.contains("rmp floor (borrowed)")));
         // The 1 MiB scenario is not judged against prost's 4-param ratio.
         assert!(!t
             .iter()

@@ -30,7 +30,11 @@ const COLUMNS: [(&str, Format, Option<Format>); 10] = [
         Some(Format::Flexbuffers),
     ),
     ("same-wire floor‡", Format::RmpWire, Some(Format::RmpWire)),
-    ("flat floor*", Format::RmpBorrowed, Some(Format::RmpBorrowed)),
+    (
+        "flat floor*",
+        Format::RmpBorrowed,
+        Some(Format::RmpBorrowed),
+    ),
 ];
 
 /// Peers of the ratio tables (peer time ÷ messageframe time).

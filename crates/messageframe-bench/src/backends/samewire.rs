@@ -242,8 +242,9 @@ pub fn read_frame(buf: &[u8], out: &mut WireFrame) -> Res<()> {
                     Marker::U64 => {
                         Scalar::F64(decode::read_int::<u64, _>(&mut rd).map_err(|_| "u64")? as f64)
                     }
-                    _ => Scalar::F64(decode::read_int::<i64, _>(&mut rd).map_err(|_| "double")?
-                        as f64),
+                    _ => Scalar::F64(
+                        decode::read_int::<i64, _>(&mut rd).map_err(|_| "double")? as f64
+                    ),
                 }
             }
             TAG_STRING => Scalar::Str(str_span(buf, &mut rd, "string")?),
@@ -404,10 +405,14 @@ mod tests {
             for (pair, (d, p, v)) in back.params.iter().zip(view.iter()) {
                 assert!(is_key(pair.key.of(&got), d, p));
                 let same = match (pair.value, v) {
-                    (Scalar::F64(a), messageframe::ValueRef::Double(b)) => a.to_bits() == b.to_bits(),
+                    (Scalar::F64(a), messageframe::ValueRef::Double(b)) => {
+                        a.to_bits() == b.to_bits()
+                    }
                     (Scalar::I64(a), messageframe::ValueRef::Int(b)) => a == b,
                     (Scalar::Bool(a), messageframe::ValueRef::Bool(b)) => a == b,
-                    (Scalar::Str(a), messageframe::ValueRef::String(b)) => a.of(&got) == b.as_bytes(),
+                    (Scalar::Str(a), messageframe::ValueRef::String(b)) => {
+                        a.of(&got) == b.as_bytes()
+                    }
                     _ => false,
                 };
                 assert!(same, "{}: ({d}, {p})", s.name);
