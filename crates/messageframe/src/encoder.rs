@@ -443,7 +443,7 @@ mod tests {
     /// Fills a frame and an encoder with the same calls and compares.
     fn same_bytes(params: usize, attachments: usize) {
         let mut frame = Frame::new(header());
-        let mut buf = vec![0u8; 64 << 10];
+        let mut buf = vec![0u8; 16 << 10];
         let mut enc = FrameEncoder::new(&mut buf, &header()).unwrap();
         for k in 0..params {
             let (d, p) = (format!("d{}", k % 8), format!("p{k}"));
@@ -488,7 +488,14 @@ mod tests {
 
     #[test]
     fn writes_what_frame_encode_writes_at_every_header_size() {
-        for params in [0, 1, 15, 16, 300] {
+        // Under Miri (.ci/miri.sh) without the map16 of 300 parameters,
+        // which the 16 already takes.
+        let params: &[usize] = if cfg!(miri) {
+            &[0, 1, 15, 16]
+        } else {
+            &[0, 1, 15, 16, 300]
+        };
+        for &params in params {
             for attachments in [0, 1, 15, 16] {
                 same_bytes(params, attachments);
             }
