@@ -315,20 +315,23 @@ fn write_frame<O: Out>(frame: &Frame, out: &mut O, mut data: impl FnMut(&mut O, 
     }
 }
 
-/// Exact encoded size of a frame, without encoding it (saturating at
-/// `usize::MAX`, which only a 32-bit target can reach: see
-/// [`EncodeError::OutOfMemory`]).
-pub(crate) fn encoded_len(frame: &Frame) -> usize {
-    let h = frame.header();
-    let mut n = 2
-        + uint_len(h.timestamp())
+/// Exact size of a header's array marker and 8 integers.
+pub(crate) fn header_len(h: &Header) -> usize {
+    1 + uint_len(h.timestamp())
         + uint_len(h.counter())
         + uint_len(u64::from(h.source()))
         + uint_len(u64::from(h.target()))
         + int_len(i64::from(h.message_id()))
         + int_len(i64::from(h.message_type()))
         + uint_len(u64::from(h.version()))
-        + uint_len(u64::from(h.flags()));
+        + uint_len(u64::from(h.flags()))
+}
+
+/// Exact encoded size of a frame, without encoding it (saturating at
+/// `usize::MAX`, which only a 32-bit target can reach: see
+/// [`EncodeError::OutOfMemory`]).
+pub(crate) fn encoded_len(frame: &Frame) -> usize {
+    let mut n = 1 + header_len(frame.header());
     let params = frame.params();
     n += len_prefix_len(params.len(), Some(15), false);
     let text = params.text().as_bytes();

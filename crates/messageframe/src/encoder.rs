@@ -4,14 +4,13 @@
 //! that only sends needs, and in a fraction of the code
 //! (docs/performance.md, "Code size on a microcontroller").
 
-use crate::encode::{double_pair_len, double_repr, DoubleRepr};
+use crate::encode::{double_pair_len, double_repr, header_len, DoubleRepr};
 use crate::error::EncodeError;
 use crate::header::Header;
 use crate::key::SEPARATOR_BYTE;
 use crate::value::{ToValueRef, ValueRef, TAG_BOOL, TAG_DOUBLE, TAG_INT, TAG_STRING};
 use crate::wire::write::{
-    int_len, len_prefix_len, uint_len, write_bin_len, write_int, write_str, write_str_header,
-    write_uint, Out,
+    int_len, len_prefix_len, write_bin_len, write_int, write_str, write_str_header, write_uint, Out,
 };
 
 /// The longest string or bin, and the largest count, MessagePack can say.
@@ -348,18 +347,6 @@ fn close(
         }
     }
     Ok(())
-}
-
-/// Exact size of a header's 8 integers and their array marker.
-fn header_len(h: &Header) -> usize {
-    1 + uint_len(h.timestamp())
-        + uint_len(h.counter())
-        + uint_len(u64::from(h.source()))
-        + uint_len(u64::from(h.target()))
-        + int_len(i64::from(h.message_id()))
-        + int_len(i64::from(h.message_type()))
-        + uint_len(u64::from(h.version()))
-        + uint_len(u64::from(h.flags()))
 }
 
 /// Exact size of a value's `[tag, value]` pair.
