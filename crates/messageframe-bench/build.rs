@@ -36,7 +36,16 @@ fn record_build() {
     println!("cargo:rustc-env=BENCH_RUSTC_VERSION={version}");
 
     let var = |k: &str| env::var(k).unwrap_or_default();
-    let profile = var("PROFILE");
+    // Cargo's PROFILE says only `release` or `debug`; a custom profile
+    // (`profiling`: release with debug info) is named by the directory the
+    // build goes to, OUT_DIR = <target>/<profile>/build/<package>-<hash>/out.
+    let profile = std::path::Path::new(&var("OUT_DIR"))
+        .ancestors()
+        .nth(3)
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.is_empty())
+        .map_or_else(|| var("PROFILE"), str::to_owned);
     println!("cargo:rustc-env=BENCH_PROFILE={profile}");
     println!("cargo:rustc-env=BENCH_OPT_LEVEL={}", var("OPT_LEVEL"));
     println!("cargo:rustc-env=BENCH_DEBUG={}", var("DEBUG"));
@@ -56,6 +65,10 @@ fn record_build() {
         env::var(&env_key)
             .ok()
             .or_else(|| profile_setting(&text, &profile, key))
+            .or_else(|| {
+                let parent = profile_setting(&text, &profile, "inherits")?;
+                profile_setting(&text, &parent, key)
+            })
             .unwrap_or_else(|| default.to_owned())
     };
     println!("cargo:rustc-env=BENCH_LTO={}", setting("lto", "false"));

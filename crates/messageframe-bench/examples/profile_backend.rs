@@ -1,9 +1,9 @@
 //! Runs one backend's cycle of one scenario in a loop, for a profiler:
 //!
 //! ```text
-//! cargo build --release -p messageframe-bench --example profile_backend
-//! valgrind --tool=callgrind target/release/examples/profile_backend medium messageframe 2000
-//! valgrind --tool=callgrind target/release/examples/profile_backend medium prost:fresh 2000
+//! cargo build --profile profiling -p messageframe-bench --example profile_backend
+//! valgrind --tool=callgrind target/profiling/examples/profile_backend medium messageframe 2000
+//! valgrind --tool=callgrind target/profiling/examples/profile_backend medium prost:fresh 2000
 //! ```
 //!
 //! Instruction counts stay stable on a noisy machine where timings do not;
@@ -30,9 +30,14 @@
 //!   iteration (`lookup_all`): the average lookup, less dependent on where
 //!   one key's hash puts it than `find-last`.
 //!
+//! - `scan`: each iteration finds the end of the scenario's frame with a
+//!   `FrameScanner` (what a relay or a `FrameReader` does per frame);
+//! - `decode`: each iteration decodes it into a reused frame, nothing
+//!   else (the scanner's counterpart: streambench compares their bytes/s).
+//!
 //! ```text
 //! valgrind --tool=callgrind --toggle-collect='*first_find*' \
-//!     target/release/examples/profile_backend large build-find 2000
+//!     target/profiling/examples/profile_backend large build-find 2000
 //! ```
 
 use std::hint::black_box;
@@ -142,8 +147,34 @@ fn decode_find(inputs: &Inputs, iterations: u64) {
     }
 }
 
+fn scenario_bytes(inputs: &Inputs) -> Vec<u8> {
+    let mut frame = Frame::default();
+    mf_fill(&mut frame, inputs);
+    frame.encode().expect("the frame encodes")
+}
+
+fn scan(inputs: &Inputs, iterations: u64) {
+    let bytes = scenario_bytes(inputs);
+    let mut scanner = messageframe::FrameScanner::new();
+    for _ in 0..iterations {
+        let found = scanner.scan(black_box(&bytes)).expect("valid frame");
+        let _ = black_box(found);
+    }
+}
+
+fn decode_only(inputs: &Inputs, iterations: u64) {
+    let bytes = scenario_bytes(inputs);
+    let mut frame = Frame::default();
+    for _ in 0..iterations {
+        frame.decode_from(black_box(&bytes)).expect("valid frame");
+        black_box(frame.len());
+    }
+}
+
 fn lookup_mode(name: &str) -> Option<fn(&Inputs, u64)> {
     match name {
+        "scan" => Some(scan),
+        "decode" => Some(decode_only),
         "find-last" => Some(find_last),
         "build-find" => Some(build_find),
         "decode-find" => Some(decode_find),

@@ -2,8 +2,8 @@
 //! profiler:
 //!
 //! ```text
-//! cargo build --release -p messageframe-bench --example profile_order
-//! valgrind --tool=callgrind target/release/examples/profile_order 20 messageframe-serde 2000
+//! cargo build --profile profiling -p messageframe-bench --example profile_order
+//! valgrind --tool=callgrind target/profiling/examples/profile_order 20 messageframe-serde 2000
 //! ```
 //!
 //! `ITEMS` is the order's item count, `BACKEND` an `OrderBackend` id; each

@@ -3,7 +3,8 @@
 //! unrelated), dodged sideways within its scenario; colours come from the
 //! Okabe–Ito palette (distinguishable with the common colour-vision
 //! deficiencies) and the marker shape tells messageframe (circle), its peers
-//! (triangle) and the floor (cross) apart.
+//! (triangle) and the floors (cross: black the same-wire floor, grey the
+//! flat one) apart.
 
 use std::path::Path;
 
@@ -20,7 +21,7 @@ enum Shape {
 }
 
 /// Series drawn in each panel: (format, colour, shape).
-const SERIES: [(Format, RGBColor, Shape); 9] = [
+const SERIES: [(Format, RGBColor, Shape); 10] = [
     (Format::Mf, RGBColor(0, 114, 178), Shape::Circle),
     (Format::MfView, RGBColor(86, 180, 233), Shape::Circle),
     (Format::MfSet, RGBColor(0, 158, 115), Shape::Circle),
@@ -29,7 +30,8 @@ const SERIES: [(Format, RGBColor, Shape); 9] = [
     (FAST_JSON, RGBColor(204, 121, 167), Shape::Triangle),
     (CBOR, RGBColor(160, 140, 0), Shape::Triangle),
     (Format::Flexbuffers, RGBColor(120, 72, 40), Shape::Triangle),
-    (Format::RmpBorrowed, RGBColor(0, 0, 0), Shape::Cross),
+    (Format::RmpWire, RGBColor(0, 0, 0), Shape::Cross),
+    (Format::RmpBorrowed, RGBColor(140, 140, 140), Shape::Cross),
 ];
 
 /// The chart of `report` as SVG text.

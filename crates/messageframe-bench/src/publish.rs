@@ -129,6 +129,25 @@ pub fn load(json: &Path) -> Result<Report, String> {
     Ok(report)
 }
 
+/// Writes a report as its JSON file (what `--json` and `--publish` write).
+///
+/// # Errors
+///
+/// A file that cannot be written.
+pub fn save(report: &Report, json: &Path) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(report).expect("the report serializes");
+    std::fs::write(json, text + "\n").map_err(|e| format!("cannot write {}: {e}", json.display()))
+}
+
+/// Judges `report`'s targets again from its figures with this harness's
+/// rules ([`crate::report::judge_all`]); returns whether they changed.
+pub fn rejudge(report: &mut Report) -> bool {
+    let targets = crate::report::judge_all(&report.scenarios, &report.order);
+    let changed = targets != report.targets;
+    report.targets = targets;
+    changed
+}
+
 /// What the docs should contain for `report`: (path, expected text) for the
 /// README, docs/performance.md and the chart.
 ///

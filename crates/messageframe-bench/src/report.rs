@@ -270,49 +270,56 @@ pub fn judge_targets(scenarios: &[ScenarioResult]) -> Vec<Target> {
     };
     let (re, fr) = (Group::Reused, Group::Fresh);
 
-    // The floor: owned ≤ 1.0x, view ≤ 0.9x the borrowed floor, every
-    // scenario. With 1 MiB, the floor never copies the attachment, so
-    // messageframe's rows that do not copy it either are the like for like.
+    // The floors: owned ≤ 1.0x, view ≤ 0.9x. The same-wire floor (rmp on
+    // exactly our layout) in every scenario; the flat floor (a bare map: no
+    // header, no tags, less work than our wire) only from 32 parameters up,
+    // where the per-frame fixed costs it does not have stop deciding it
+    // (issue 23). With an attachment both floors borrow it, so
+    // messageframe's rows that share it are the like for like.
     for s in scenarios {
-        let (owned, view, note) = if is_one_mib(s) {
+        let (owned, view, note) = if s.attachment_bytes > 0 {
             (MfShared, MfViewShared, "attachment shared, ")
         } else {
             (Mf, MfView, "")
         };
-        j.at_most(
-            s,
-            re,
-            owned,
-            RmpBorrowed,
-            1.0,
-            &format!("{note}owned round trip"),
-        );
-        j.at_most(
-            s,
-            re,
-            view,
-            RmpBorrowed,
-            0.9,
-            &format!("{note}view round trip"),
-        );
-    }
-    for s in scenarios.iter().filter(|s| !is_one_mib(s)) {
-        let (reused_need, fresh_need) = if s.params >= 32 {
-            (8.0, 6.0)
-        } else {
-            (4.0, 3.0)
-        };
-        for p in [Prost, SerdeJson] {
-            j.faster(s, re, Mf, p, reused_need);
+        for floor in [RmpWire, RmpBorrowed] {
+            if floor == RmpBorrowed && s.params < 32 {
+                continue;
+            }
+            j.at_most(s, re, owned, floor, 1.0, &format!("{note}owned round trip"));
+            j.at_most(s, re, view, floor, 0.9, &format!("{note}view round trip"));
         }
+    }
+    // The peers. Retired by issue 23, kept as context columns: ≥ 2x CBOR
+    // (minicbor) and ≥ 8x prost from 32 parameters up (reused). minicbor
+    // here is a borrowed reader of offsets, a floor itself, and the
+    // instruction counts (docs/performance.md) put both out of reach of
+    // any tuning.
+    for s in scenarios.iter().filter(|s| !is_one_mib(s)) {
         if s.params >= 32 {
-            for p in [CBOR, Flexbuffers, FAST_JSON] {
+            j.faster(s, re, Mf, SerdeJson, 8.0);
+            for p in [Flexbuffers, FAST_JSON] {
                 j.faster(s, re, Mf, p, 2.0);
             }
+        } else {
+            for p in [Prost, SerdeJson] {
+                j.faster(s, re, Mf, p, 4.0);
+            }
         }
+        let fresh_need = if s.params >= 32 { 6.0 } else { 3.0 };
         for p in [Prost, SerdeJson] {
             j.faster(s, fr, Mf, p, fresh_need);
         }
+    }
+    // Fresh: at least as fast as minicbor at every size (issue 23), with
+    // the attachment shared where there is one (minicbor borrows it).
+    for s in scenarios {
+        let (ours, note) = if s.attachment_bytes > 0 {
+            (MfShared, "attachment shared, ")
+        } else {
+            (Mf, "")
+        };
+        j.at_most(s, fr, ours, CBOR, 1.0, &format!("{note}fresh round trip"));
     }
     for s in scenarios
         .iter()
@@ -414,10 +421,10 @@ pub fn judge_all(scenarios: &[ScenarioResult], order: &[OrderResult]) -> Vec<Tar
     targets
 }
 
-/// Judges the serde bridge's targets (issue 11) on the Order record: the
-/// typed struct to bytes and back (`messageframe-serde`, encode + decode)
-/// ≥ 3x serde_json's and ≤ 1.2x rmp-serde's with named fields, at every
-/// item count the run measured.
+/// Judges the serde bridge's targets (issue 23; issue 11 asked for 3x
+/// serde_json) on the Order record: the typed struct to bytes and back
+/// (`messageframe-serde`, encode + decode) ≥ 2x serde_json's and ≤ 1.2x
+/// rmp-serde's with named fields, at every item count the run measured.
 #[must_use]
 pub fn judge_order_targets(order: &[OrderResult]) -> Vec<Target> {
     let mut out = Vec::new();
@@ -438,7 +445,7 @@ pub fn judge_order_targets(order: &[OrderResult]) -> Vec<Target> {
         );
         // (peer, whether the peer's time goes on top, the limit): the
         // ratio is peer ÷ ours for "faster than", ours ÷ peer for "at most".
-        for (id, faster, limit) in [("serde_json", true, 3.0), ("rmp-serde-named", false, 1.2)] {
+        for (id, faster, limit) in [("serde_json", true, 2.0), ("rmp-serde-named", false, 1.2)] {
             let Some((peer, t)) = total(id) else {
                 continue;
             };
@@ -618,6 +625,7 @@ mod tests {
             vec![
                 backend(Mf, re, 1.0),
                 backend(MfView, re, 0.85),
+                backend(RmpWire, re, 1.1),
                 backend(RmpBorrowed, re, 0.95),
                 backend(Prost, re, 9.0),
                 backend(SerdeJson, re, 7.0),
@@ -627,6 +635,7 @@ mod tests {
                 backend(Mf, fr, 2.0),
                 backend(Prost, fr, 13.0),
                 backend(SerdeJson, fr, 11.0),
+                backend(CBOR, fr, 1.9),
             ],
         );
         // A hint scenario runs only messageframe: peers come from the base.
@@ -636,18 +645,30 @@ mod tests {
             vec![backend(Mf, re, 0.5), backend(Mf, fr, 1.0)],
         );
         let t = judge_targets(&[base, hint]);
-        let owned = find(&t, "S32: owned round trip ≤ 1.0x rmp floor");
-        assert!(!owned.met && owned.figure.ends_with("1.05x"), "{owned:?}");
-        assert!(find(&t, "S32: view round trip ≤ 0.9x").met, "0.85 / 0.95");
-        assert!(find(&t, "S32h: owned round trip").met, "0.5 / 0.95");
-        // Reused: 9x prost (met, ≥ 8x), 7x serde_json (missed).
+        // The same-wire floor: 1.0 / 1.1 (met), 0.85 / 1.1 = 0.77 (met).
+        let owned = find(&t, "S32: owned round trip ≤ 1.0x rmp same-wire floor");
+        assert!(owned.met && owned.figure.ends_with("0.91x"), "{owned:?}");
+        assert!(find(&t, "S32: view round trip ≤ 0.9x rmp same-wire").met);
+        // The flat floor from 32 up: 1.0 / 0.95 (missed), 0.85 / 0.95 (met).
+        let flat = find(&t, "S32: owned round trip ≤ 1.0x rmp floor (borrowed)");
+        assert!(!flat.met && flat.figure.ends_with("1.05x"), "{flat:?}");
+        assert!(find(&t, "S32: view round trip ≤ 0.9x rmp floor (borrowed)").met);
+        assert!(
+            find(&t, "S32h: owned round trip ≤ 1.0x rmp floor").met,
+            "0.5 / 0.95"
+        );
+        // Reused: serde_json ≥ 8x (7x: missed); prost's 8x and CBOR's 2x
+        // are retired (context columns only).
         let reused: Vec<&Target> = t.iter().filter(|t| t.group == "reused").collect();
         assert!(reused
             .iter()
-            .any(|t| t.requirement == "S32: messageframe ≥ 8x faster than prost" && t.met));
-        assert!(reused
-            .iter()
             .any(|t| t.requirement == "S32: messageframe ≥ 8x faster than serde_json" && !t.met));
+        assert!(!t
+            .iter()
+            .any(|t| t.requirement.contains("faster than prost") && t.group == "reused"));
+        assert!(!t.iter().any(|t| t
+            .requirement
+            .contains(&format!("faster than {}", CBOR.label()))));
         // Fresh ratios use the fresh rows: 13 / 2 = 6.5x and 11 / 2 = 5.5x.
         let fresh: Vec<&Target> = t.iter().filter(|t| t.group == "fresh").collect();
         assert!(fresh.iter().any(
@@ -663,11 +684,40 @@ mod tests {
             |t| t.requirement == "S32h: messageframe ≥ 6x faster than prost"
                 && t.figure.ends_with("13.0x")
         ));
-        // Schema-free peers from 32 up: CBOR 2.5x (met), FlexBuffers 1.5x (missed).
-        assert!(find(&t, &format!("faster than {}", CBOR.label())).met);
+        // Fresh against minicbor: 2.0 / 1.9 (missed), the hint's 1.0 / 1.9 (met).
+        let cbor = find(&t, "S32: fresh round trip ≤ 1.0x CBOR (minicbor)");
+        assert!(!cbor.met && cbor.group == "fresh", "{cbor:?}");
+        assert!(find(&t, "S32h: fresh round trip ≤ 1.0x CBOR").met);
+        // Schema-free peers from 32 up: FlexBuffers 1.5x (missed).
         assert!(!find(&t, "faster than FlexBuffers").met);
         assert!(find(&t, "allocate nothing").met);
         assert!(!t.iter().any(|t| t.group == "1 MiB" || t.group == "lookup"));
+    }
+
+    #[test]
+    fn small_frames_are_judged_against_the_same_wire_floor_only() {
+        use Format::*;
+        let re = Group::Reused;
+        let small = scenario(
+            4,
+            None,
+            vec![
+                backend(Mf, re, 1.0),
+                backend(MfView, re, 0.9),
+                backend(RmpWire, re, 1.2),
+                backend(RmpBorrowed, re, 0.5),
+                backend(Prost, re, 4.5),
+                backend(SerdeJson, re, 3.5),
+            ],
+        );
+        let t = judge_targets(&[small]);
+        assert!(find(&t, "S4: owned round trip ≤ 1.0x rmp same-wire floor").met);
+        assert!(!t
+            .iter()
+            .any(|t| t.requirement.contains("rmp floor (borrowed)")));
+        // Below 32 parameters the reused prost and serde_json targets are 4x.
+        assert!(find(&t, "S4: messageframe ≥ 4x faster than prost").met);
+        assert!(!find(&t, "S4: messageframe ≥ 4x faster than serde_json").met);
     }
 
     #[test]
@@ -694,6 +744,7 @@ mod tests {
                 backend(MfViewShared, re, 20.0),
                 backend(ProstShared, re, 24.0),
                 backend(RmpBorrowed, re, 22.5),
+                backend(RmpWire, re, 22.6),
             ],
         );
         s.attachment_bytes = 1 << 20;
@@ -716,11 +767,15 @@ mod tests {
         assert!(find(&t, "view decode < 1 µs").met);
         assert!(find(&t, "shared path ≤ 1.1x prost shared").met);
         let owned = find(&t, "attachment shared, owned round trip");
-        assert!(!owned.met, "23 / 22.5: {owned:?}");
+        assert!(!owned.met, "23 / 22.6: {owned:?}");
         assert!(
             find(&t, "attachment shared, view round trip").met,
-            "20 / 22.5"
+            "20 / 22.6"
         );
+        // 4 parameters: the flat floor is not judged.
+        assert!(!t
+            .iter()
+            .any(|t| t.requirement.contains("rmp floor (borrowed)")));
         // The 1 MiB scenario is not judged against prost's 4-param ratio.
         assert!(!t
             .iter()
@@ -753,13 +808,14 @@ mod tests {
             ],
         };
         // 3000 / 1000 = 3.00x (met) and 1000 / 2000 = 0.50x (met); 3000 /
-        // 2500 = 1.20x (missed) and 2500 / 2000 = 1.25x (missed).
+        // 2500 = 1.20x (missed: 2x is needed) and 2500 / 2000 = 1.25x
+        // (missed).
         let t = judge_order_targets(&[order(1, 1000.0), order(20, 2500.0)]);
         assert_eq!(t.len(), 4);
         assert!(t.iter().all(|t| t.group == "order"));
         let one = find(
             &t,
-            "Order (1 item): messageframe-serde ≥ 3x faster than serde_json",
+            "Order (1 item): messageframe-serde ≥ 2x faster than serde_json",
         );
         assert!(
             one.met && one.figure == "3,000 / 1,000 ns = 3.00x",
@@ -772,7 +828,7 @@ mod tests {
             )
             .met
         );
-        let json = find(&t, "Order (20 items): messageframe-serde ≥ 3x");
+        let json = find(&t, "Order (20 items): messageframe-serde ≥ 2x");
         assert!(!json.met && json.figure.ends_with("1.20x"), "{json:?}");
         let named = find(&t, "Order (20 items): messageframe-serde ≤ 1.2x");
         assert!(

@@ -16,7 +16,7 @@ pub const REPORT_COMMAND: &str =
     "cargo run --release -p messageframe-bench --bin crossbench -- report docs/crossbench.json";
 
 /// The headline columns: (label, format, the format of the shared row).
-const COLUMNS: [(&str, Format, Option<Format>); 9] = [
+const COLUMNS: [(&str, Format, Option<Format>); 10] = [
     ("messageframe", Format::Mf, Some(Format::MfShared)),
     ("mf view", Format::MfView, Some(Format::MfViewShared)),
     ("mf set", Format::MfSet, None),
@@ -29,7 +29,12 @@ const COLUMNS: [(&str, Format, Option<Format>); 9] = [
         Format::Flexbuffers,
         Some(Format::Flexbuffers),
     ),
-    ("rmp floor*", Format::RmpBorrowed, Some(Format::RmpBorrowed)),
+    ("same-wire floor‡", Format::RmpWire, Some(Format::RmpWire)),
+    (
+        "flat floor*",
+        Format::RmpBorrowed,
+        Some(Format::RmpBorrowed),
+    ),
 ];
 
 /// Peers of the ratio tables (peer time ÷ messageframe time).
@@ -121,16 +126,18 @@ impl Report {
     }
 
     /// Peer time ÷ messageframe time in one group (above 1: messageframe is
-    /// faster), and messageframe ÷ the borrowed floor (below 1: faster than
-    /// the floor).
+    /// faster), and messageframe ÷ each floor (below 1: faster than the
+    /// floor): the same-wire floor, then the flat one.
     #[must_use]
     pub fn ratio_table(&self, g: Group) -> String {
         let mut t = String::from("| Scenario |");
         for p in PEERS {
             let _ = write!(t, " vs {} |", p.label());
         }
-        t.push_str(" owned ÷ floor | view ÷ floor | set ÷ add |\n|---|");
-        t.push_str(&"---:|".repeat(PEERS.len() + 3));
+        t.push_str(
+            " owned ÷ same-wire | view ÷ same-wire | owned ÷ flat | view ÷ flat | set ÷ add |\n|---|",
+        );
+        t.push_str(&"---:|".repeat(PEERS.len() + 5));
         t.push('\n');
         for s in self.scenarios_with(g) {
             let mf = s.backend(g, Format::Mf);
@@ -138,12 +145,16 @@ impl Report {
             for p in PEERS {
                 let _ = write!(t, " {} |", ratio(peer(&self.scenarios, s, g, p), mf));
             }
+            let wire = peer(&self.scenarios, s, g, Format::RmpWire);
             let floor = peer(&self.scenarios, s, g, Format::RmpBorrowed);
+            let view = s.backend(g, Format::MfView);
             let _ = writeln!(
                 t,
-                " {} | {} | {} |",
+                " {} | {} | {} | {} | {} |",
+                ratio(mf, wire),
+                ratio(view, wire),
                 ratio(mf, floor),
-                ratio(s.backend(g, Format::MfView), floor),
+                ratio(view, floor),
                 ratio(s.backend(g, Format::MfSet), mf),
             );
             if has_shared(s, g) {
@@ -157,11 +168,14 @@ impl Report {
                     };
                     let _ = write!(t, " {} |", ratio(s.backend(g, p), shared));
                 }
+                let view = s.backend(g, Format::MfViewShared);
                 let _ = writeln!(
                     t,
-                    " {} | {} | — |",
+                    " {} | {} | {} | {} | — |",
+                    ratio(shared, wire),
+                    ratio(view, wire),
                     ratio(shared, floor),
-                    ratio(s.backend(g, Format::MfViewShared), floor),
+                    ratio(view, floor),
                 );
             }
         }
@@ -264,6 +278,7 @@ impl Report {
                 Format::ProstShared,
                 Format::MfView,
                 Format::MfViewShared,
+                Format::RmpWire,
                 Format::RmpBorrowed,
             ];
             t.push_str("| Backend (reused) | add | serialize | deserialize | total |\n|---|---:|---:|---:|---:|\n");
@@ -293,6 +308,7 @@ impl Report {
             Format::SerdeJson,
             CBOR,
             Format::Flexbuffers,
+            Format::RmpWire,
             Format::RmpBorrowed,
         ];
         let mut t = String::from("| Scenario |");
@@ -542,7 +558,7 @@ impl Report {
             t.push('\n');
         }
         t.push_str(
-            "\\* the raw MessagePack floor: rmp's functions, no header, no value tags, no two-part keys, pairs recorded as offsets into the receive buffer. † the attachment shared instead of copied where a library can (`Bytes`).\n\n",
+            "‡ the same-wire floor: rmp's functions writing and reading exactly messageframe's wire layout (header, two-part keys, `[tag, value]` pairs, attachments), everything read back as offsets into the receive buffer, nothing allocated. \\* the flat floor: rmp's functions on a bare map of flat keys, no header, no value tags, pairs recorded as offsets into the receive buffer. † the attachment shared instead of copied where a library can (`Bytes`).\n\n",
         );
         t.push_str(&self.ranges());
         t.push('\n');
@@ -609,7 +625,7 @@ impl Report {
             t.push_str(&self.time_table(g));
             let _ = writeln!(
                 t,
-                "\n#### {}: ratios\n\nPeer time ÷ messageframe time (above 1: messageframe is faster); messageframe ÷ the borrowed floor (below 1: faster than the floor); `set` ÷ `add`.\n",
+                "\n#### {}: ratios\n\nPeer time ÷ messageframe time (above 1: messageframe is faster); messageframe ÷ the same-wire floor and ÷ the flat floor (below 1: faster than the floor); `set` ÷ `add`.\n",
                 g.id()
             );
             t.push_str(&self.ratio_table(g));

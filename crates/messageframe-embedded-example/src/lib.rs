@@ -1,10 +1,13 @@
-//! What the three binaries share: the heap, the panic handler, and the
-//! telemetry message they all write (the same content, so that their code
-//! sizes compare; docs/performance.md, "Code size on a microcontroller").
+//! What the binaries share: the heap, the panic handler, and the telemetry
+//! message they all write (the same content, so that their code sizes
+//! compare; docs/performance.md, "Code size on a microcontroller").
 //!
 //! A heap is needed by `Frame` (its parameter table and text arena are
-//! `alloc` collections); `embedded-alloc`'s linked-list heap is the usual
-//! choice on Cortex-M, with `cortex-m`'s single-core critical section.
+//! `alloc` collections; a frame of a few short parameters holds them in
+//! place, but the library may allocate); `embedded-alloc`'s linked-list
+//! heap is the usual choice on Cortex-M, with `cortex-m`'s single-core
+//! critical section. The encode-only path (`FrameEncoder`, the `encode` and
+//! `full` binaries) and the view never allocate.
 
 #![no_std]
 
@@ -12,7 +15,7 @@ use core::hint::black_box;
 use core::mem::MaybeUninit;
 
 use embedded_alloc::LlffHeap as Heap;
-use messageframe::{Frame, Header};
+use messageframe::{EncodeError, Frame, FrameEncoder, Header};
 
 #[global_allocator]
 static HEAP: Heap = Heap::empty();
@@ -65,20 +68,36 @@ pub fn read_sensors(counter: u64) -> Reading {
 /// The firmware version string the node reports.
 pub const FW_VERSION: &str = "v3.2.1";
 
+/// The header of reading `r`.
+fn header(r: &Reading) -> Header {
+    Header::builder()
+        .message_id(1001)
+        .message_type(1)
+        .source(50)
+        .target(99)
+        .counter(r.counter)
+        .timestamp(r.timestamp)
+        .build()
+}
+
+/// Writes reading `r` into `buf` with the encode-only path
+/// ([`FrameEncoder`]: no frame, no heap); returns the frame's length. The
+/// same bytes as [`fill`] and `Frame::encode_to_buf`.
+pub fn write(buf: &mut [u8], r: &Reading) -> Result<usize, EncodeError> {
+    let mut enc = FrameEncoder::new(buf, &header(r))?;
+    enc.add("sensor_alpha", "voltage", r.voltage)?
+        .add("device_core", "fw_version", FW_VERSION)?
+        .add("device_core", "uptime_s", r.uptime_s)?
+        .add("device_core", "ok", r.ok)?
+        .attachment("raw", &r.samples)?;
+    enc.finish()
+}
+
 /// Refills the reused `frame` with reading `r`: after the first message,
 /// nothing is allocated.
 pub fn fill(frame: &mut Frame, r: &Reading) {
     frame.clear();
-    frame.set_header(
-        Header::builder()
-            .message_id(1001)
-            .message_type(1)
-            .source(50)
-            .target(99)
-            .counter(r.counter)
-            .timestamp(r.timestamp)
-            .build(),
-    );
+    frame.set_header(header(r));
     frame.add("sensor_alpha", "voltage", r.voltage);
     frame.add("device_core", "fw_version", FW_VERSION);
     frame.add("device_core", "uptime_s", r.uptime_s);

@@ -1,8 +1,7 @@
 //! The client: publish frames on subjects built from their headers,
 //! subscribe to them with header-based filters.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use async_nats::client::PublishErrorKind;
 use async_nats::{ConnectOptions, Subject, ToServerAddrs};
@@ -12,6 +11,7 @@ use messageframe::{Decoder, Frame, Header};
 use tokio::io::AsyncRead;
 
 use crate::event::{ConnectionEvents, EventHub};
+use crate::publish::{PayloadPool, SubjectCache};
 use crate::split::{FrameSplitter, Pacer};
 use crate::subscription::check_extent;
 use crate::{Archive, ArchiveConfig, Error, Filter, Pace, Subjects, Subscription};
@@ -57,17 +57,11 @@ pub struct Client {
     subjects: Subjects,
     events: EventHub,
     decoder: Decoder,
-    /// Size of the last encoded frame: the next encode starts with a buffer
-    /// this large, so that a stream of similar frames allocates each
-    /// payload once, at its final size.
-    size_hint: Arc<AtomicUsize>,
-    /// The subject of the last frame published: a telemetry source sends
-    /// the same (target, type, source) again and again, and a cached
-    /// subject is a reference count instead of a formatted string.
-    last_subject: Arc<Mutex<Option<(SubjectKey, Subject)>>>,
+    /// Frames are encoded into payloads split off a reused buffer.
+    payloads: Arc<PayloadPool>,
+    /// Subjects by (target, type, source): formatted once.
+    subject_cache: Arc<SubjectCache>,
 }
-
-type SubjectKey = (u32, i32, u32);
 
 impl Client {
     /// Connects with async-nats' default options (reconnects forever, with
@@ -126,8 +120,8 @@ impl Client {
             subjects,
             events,
             decoder: Decoder::new(),
-            size_hint: Arc::new(AtomicUsize::new(0)),
-            last_subject: Arc::new(Mutex::new(None)),
+            payloads: Arc::default(),
+            subject_cache: Arc::default(),
         })
     }
 
@@ -367,30 +361,15 @@ impl Client {
         self.decoder
     }
 
-    /// The subject of `header` ([`Subjects::subject`]), from the cache when
-    /// it is the last one's.
+    /// The subject of `header` ([`Subjects::subject`]), formatted once per
+    /// (target, type, source).
     pub(crate) fn subject(&self, header: &Header) -> Subject {
-        let key = (header.target(), header.message_type(), header.source());
-        let mut last = self
-            .last_subject
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match &*last {
-            Some((k, subject)) if *k == key => subject.clone(),
-            _ => {
-                let subject = Subject::from(self.subjects.subject(header));
-                *last = Some((key, subject.clone()));
-                subject
-            }
-        }
+        self.subject_cache.subject(&self.subjects, header)
     }
 
-    /// Encodes `frame` into a new payload buffer, sized by the last frame.
+    /// Encodes `frame` into a payload of the client's pool.
     pub(crate) fn encode(&self, frame: &Frame) -> Result<Bytes, Error> {
-        let mut buffer = Vec::with_capacity(self.size_hint.load(Ordering::Relaxed));
-        frame.encode_into(&mut buffer)?;
-        self.size_hint.store(buffer.len(), Ordering::Relaxed);
-        Ok(Bytes::from(buffer))
+        Ok(self.payloads.encode(frame)?)
     }
 
     /// Publishes a checked payload. async-nats refuses a payload above the

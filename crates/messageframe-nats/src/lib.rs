@@ -57,6 +57,7 @@ mod archive;
 mod client;
 mod error;
 mod event;
+mod publish;
 mod split;
 mod subject;
 mod subscription;

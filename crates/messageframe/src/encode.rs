@@ -20,12 +20,8 @@ use crate::wire::write::{
     write_map_len, write_str, write_uint, Out,
 };
 
-/// 2^64 as a double: the first value msgpack-c would convert with undefined
-/// behaviour. We keep it (and everything above) as float64.
-const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
-
 /// How msgpack-c ≥ 4.1.2 puts a double on the wire.
-enum DoubleRepr {
+pub(crate) enum DoubleRepr {
     Uint(u64),
     Int(i64),
     Float(f64),
@@ -33,21 +29,47 @@ enum DoubleRepr {
 
 /// Integral values become integers, everything else float64 — except `-0.0`
 /// (kept as float64 so its sign survives) and values ≥ 2^64 (float64; C++
-/// converts those with undefined behaviour).
+/// converts those with undefined behaviour), or below `i64::MIN`.
+///
+/// Decided from the bits (exponent and fraction) with integer operations
+/// only: a microcontroller without a double-precision FPU (Cortex-M4F)
+/// would otherwise link about 1 KB of software floating point for the
+/// comparisons and conversions (docs/performance.md, "Code size").
 #[inline]
-fn double_repr(v: f64) -> DoubleRepr {
-    if (0.0..TWO_POW_64).contains(&v) && !(v == 0.0 && v.is_sign_negative()) {
-        let u = v as u64;
-        if u as f64 == v {
-            return DoubleRepr::Uint(u);
-        }
-    } else if v < 0.0 && v >= i64::MIN as f64 {
-        let i = v as i64;
-        if i as f64 == v {
-            return DoubleRepr::Int(i);
-        }
+pub(crate) fn double_repr(v: f64) -> DoubleRepr {
+    let bits = v.to_bits();
+    let negative = bits >> 63 != 0;
+    let exponent = ((bits >> 52) & 0x7ff) as i32 - 1023;
+    let fraction = bits & ((1 << 52) - 1);
+    if exponent < 0 {
+        // Below 1 in magnitude (or a subnormal): integral only as +0.0.
+        return if bits == 0 {
+            DoubleRepr::Uint(0)
+        } else {
+            DoubleRepr::Float(v)
+        };
     }
-    DoubleRepr::Float(v)
+    // Infinities and NaNs (exponent 1024), and magnitudes from 2^64 up.
+    if exponent >= 64 {
+        return DoubleRepr::Float(v);
+    }
+    let significand = fraction | 1 << 52;
+    let magnitude = if exponent >= 52 {
+        significand << (exponent - 52)
+    } else {
+        let drop = 52 - exponent;
+        if significand & ((1 << drop) - 1) != 0 {
+            return DoubleRepr::Float(v);
+        }
+        significand >> drop
+    };
+    if !negative {
+        DoubleRepr::Uint(magnitude)
+    } else if magnitude <= 1 << 63 {
+        DoubleRepr::Int((magnitude as i64).wrapping_neg())
+    } else {
+        DoubleRepr::Float(v)
+    }
 }
 
 pub(crate) fn write_header(out: &mut impl Out, h: &Header) {
@@ -239,6 +261,15 @@ pub(crate) fn write_bool_pair(out: &mut impl Out, v: bool) {
     out.extend_from_slice(&[0x92, TAG_BOOL, if v { 0xc3 } else { 0xc2 }]);
 }
 
+/// The size of [`write_double_pair`]'s bytes.
+pub(crate) fn double_pair_len(v: f64) -> usize {
+    2 + match double_repr(v) {
+        DoubleRepr::Uint(u) => uint_len(u),
+        DoubleRepr::Int(i) => int_len(i),
+        DoubleRepr::Float(_) => 9,
+    }
+}
+
 /// The `[tag, value]` pair of a String.
 #[inline(always)]
 pub(crate) fn write_str_pair(out: &mut impl Out, s: &[u8]) {
@@ -254,15 +285,16 @@ fn write_frame<O: Out>(frame: &Frame, out: &mut O, mut data: impl FnMut(&mut O, 
 
     let params = frame.params();
     write_map_len(out, params.len());
+    let text = params.text().as_bytes();
     for e in params.entries() {
-        write_str(out, params.key_bytes(e));
+        write_str(out, e.key_in(text));
         match e.slot {
             Slot::Int(v) => write_int_pair(out, v),
             Slot::Double(v) => write_double_pair(out, v),
             Slot::Bool(v) => write_bool_pair(out, v),
             Slot::Str { start, len } => {
                 let start = start as usize;
-                write_str_pair(out, &params.text().as_bytes()[start..start + len as usize]);
+                write_str_pair(out, &text[start..start + len as usize]);
             }
             Slot::Unknown { start, len } => {
                 // The arena holds the tag, already in its shortest form,
@@ -283,24 +315,28 @@ fn write_frame<O: Out>(frame: &Frame, out: &mut O, mut data: impl FnMut(&mut O, 
     }
 }
 
-/// Exact encoded size of a frame, without encoding it (saturating at
-/// `usize::MAX`, which only a 32-bit target can reach: see
-/// [`EncodeError::OutOfMemory`]).
-pub(crate) fn encoded_len(frame: &Frame) -> usize {
-    let h = frame.header();
-    let mut n = 2
-        + uint_len(h.timestamp())
+/// Exact size of a header's array marker and 8 integers.
+pub(crate) fn header_len(h: &Header) -> usize {
+    1 + uint_len(h.timestamp())
         + uint_len(h.counter())
         + uint_len(u64::from(h.source()))
         + uint_len(u64::from(h.target()))
         + int_len(i64::from(h.message_id()))
         + int_len(i64::from(h.message_type()))
         + uint_len(u64::from(h.version()))
-        + uint_len(u64::from(h.flags()));
+        + uint_len(u64::from(h.flags()))
+}
+
+/// Exact encoded size of a frame, without encoding it (saturating at
+/// `usize::MAX`, which only a 32-bit target can reach: see
+/// [`EncodeError::OutOfMemory`]).
+pub(crate) fn encoded_len(frame: &Frame) -> usize {
+    let mut n = 1 + header_len(frame.header());
     let params = frame.params();
     n += len_prefix_len(params.len(), Some(15), false);
+    let text = params.text().as_bytes();
     for e in params.entries() {
-        let key = params.key_bytes(e).len();
+        let key = e.key_in(text).len();
         n += len_prefix_len(key, Some(31), true) + key + 2;
         n += match e.slot {
             Slot::Int(v) => int_len(v),
@@ -328,4 +364,97 @@ pub(crate) fn encoded_len(frame: &Frame) -> usize {
         n = n.saturating_add(pair);
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[allow(unused_imports)]
+    use crate::prelude::*;
+
+    /// 2^64 as a double: the first value msgpack-c would convert with
+    /// undefined behaviour; it and everything above stay float64.
+    const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
+
+    /// The rule as it was written with float comparisons and conversions.
+    fn by_floats(v: f64) -> DoubleRepr {
+        if (0.0..TWO_POW_64).contains(&v) && !(v == 0.0 && v.is_sign_negative()) {
+            let u = v as u64;
+            if u as f64 == v {
+                return DoubleRepr::Uint(u);
+            }
+        } else if v < 0.0 && v >= i64::MIN as f64 {
+            let i = v as i64;
+            if i as f64 == v {
+                return DoubleRepr::Int(i);
+            }
+        }
+        DoubleRepr::Float(v)
+    }
+
+    fn same(a: DoubleRepr, b: DoubleRepr) -> bool {
+        match (a, b) {
+            (DoubleRepr::Uint(a), DoubleRepr::Uint(b)) => a == b,
+            (DoubleRepr::Int(a), DoubleRepr::Int(b)) => a == b,
+            (DoubleRepr::Float(a), DoubleRepr::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn the_bit_rule_is_the_float_rule() {
+        let mut values = vec![
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.0,
+            -1.0,
+            10.0,
+            1e19,
+            -1e19,
+            TWO_POW_64,
+            -TWO_POW_64,
+            TWO_POW_64 - 4096.0,
+            i64::MIN as f64,
+            -9_223_372_036_854_777_856.0,
+            9_223_372_036_854_775_808.0,
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            f64::EPSILON,
+            5e-324,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            4_503_599_627_370_496.5,
+            4_503_599_627_370_497.0,
+            9_007_199_254_740_993.0,
+        ];
+        // Every exponent, with a random fraction and the same fraction cut
+        // to an integral value, both signs.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let per = if cfg!(miri) { 1 } else { 4 };
+        for e in 0..2047u64 {
+            for _ in 0..per {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let fraction = x & ((1 << 52) - 1);
+                let keep = (e.saturating_sub(1023)).min(52);
+                let integral = fraction >> (52 - keep) << (52 - keep);
+                for sign in [0, 1u64 << 63] {
+                    values.push(f64::from_bits(sign | e << 52 | fraction));
+                    values.push(f64::from_bits(sign | e << 52 | integral));
+                }
+            }
+        }
+        for v in values {
+            assert!(
+                same(double_repr(v), by_floats(v)),
+                "{v:e} ({:#x})",
+                v.to_bits()
+            );
+        }
+    }
 }

@@ -41,6 +41,37 @@ pub enum Context {
     Attachment(usize),
 }
 
+impl Context {
+    /// The context of a value whose key is `key` (as it came from the wire),
+    /// decoded lossily: each invalid sequence becomes one U+FFFD, as
+    /// `String::from_utf8_lossy` does, with the `from_utf8` every decoder
+    /// links anyway (`from_utf8_lossy` added 650 bytes to a Cortex-M
+    /// binary for an error message).
+    #[cold]
+    pub(crate) fn value_of_key(key: &[u8]) -> Context {
+        let mut out = String::with_capacity(key.len());
+        let mut rest = key;
+        loop {
+            match core::str::from_utf8(rest) {
+                Ok(s) => {
+                    out.push_str(s);
+                    break;
+                }
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    out.push_str(core::str::from_utf8(valid).unwrap_or(""));
+                    out.push('\u{fffd}');
+                    match e.error_len() {
+                        Some(n) => rest = &after[n..],
+                        None => break,
+                    }
+                }
+            }
+        }
+        Context::Value(out)
+    }
+}
+
 impl fmt::Display for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -377,6 +408,10 @@ pub enum EncodeError {
         /// Room the buffer had (`BufMut::remaining_mut`).
         available: usize,
     },
+    /// A parameter given to a [`FrameEncoder`](crate::FrameEncoder) after
+    /// an attachment: the wire puts every parameter before the first
+    /// attachment.
+    ParamAfterAttachment,
 }
 
 impl fmt::Display for EncodeError {
@@ -409,6 +444,10 @@ impl fmt::Display for EncodeError {
             EncodeError::BufferTooSmall { needed, available } => write!(
                 f,
                 "the frame takes {needed} bytes, the buffer has room for {available}"
+            ),
+            EncodeError::ParamAfterAttachment => f.write_str(
+                "a parameter after an attachment: the frame's parameters come before its \
+                 attachments",
             ),
         }
     }
@@ -568,3 +607,25 @@ impl fmt::Display for DecodeError {
 
 #[cfg(any(feature = "std", core_error))]
 impl ErrorTrait for DecodeError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_decoded_lossily_as_std_does() {
+        for key in [
+            &b"sdr_1\x1fgain"[..],
+            b"",
+            b"\xff",
+            b"a\xffb",
+            b"caf\xc3",
+            b"caf\xc3\xa9",
+            b"\xe2\x82x\xf0\x9f\x98",
+            b"\xed\xa0\x80z",
+        ] {
+            let want = String::from_utf8_lossy(key).into_owned();
+            assert_eq!(Context::value_of_key(key), Context::Value(want), "{key:?}");
+        }
+    }
+}

@@ -784,7 +784,9 @@ impl Frame {
     /// [`Frame::decode_shared`] to share it instead, or
     /// [`FrameView`](crate::FrameView) to borrow everything.
     pub fn decode(bytes: &[u8]) -> Result<Frame, DecodeError> {
-        Decoder::new().decode(bytes)
+        let mut frame = Frame::blank();
+        Decoder::new().decode_lenient_into(&mut frame, bytes)?;
+        Ok(frame)
     }
 
     /// Decodes exactly one frame into this one, reusing its capacity: in the
@@ -806,7 +808,7 @@ impl Frame {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn decode_from(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
-        Decoder::new().decode_into(self, bytes)
+        Decoder::new().decode_lenient_into(self, bytes)
     }
 
     /// Decodes one frame from a [`Bytes`] buffer; attachments share the

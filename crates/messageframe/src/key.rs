@@ -105,6 +105,7 @@ pub(crate) fn le_value(b: &[u8]) -> u64 {
 /// a length known only at run time is a call to `memcpy`, which costs more
 /// than the copy for the short names and values frames are made of. The
 /// bytes written past `s` and cut off are zeros.
+#[cfg(feature = "serde")]
 #[inline(always)]
 pub(crate) fn append_short(out: &mut Vec<u8>, s: &[u8]) -> bool {
     let len = out.len();
@@ -126,6 +127,32 @@ fn short_word_of(v: u64, n: usize) -> u64 {
         byte(0) | byte(n / 2) << 8 | byte(n - 1) << 16
     } else {
         0
+    }
+}
+
+/// Copies `s` into `dst[..s.len()]`. Up to 32 bytes as two fixed-size
+/// copies that overlap (the first and last 16, 8, 4 bytes; 1 to 3 bytes
+/// one by one), instead of a call to `memcpy`, which costs more than the
+/// copy for the keys and strings of telemetry (8 to 40 bytes).
+#[inline(always)]
+pub(crate) fn copy_small(dst: &mut [u8], s: &[u8]) {
+    let n = s.len();
+    let dst = &mut dst[..n];
+    if n > 32 {
+        dst.copy_from_slice(s);
+    } else if n >= 16 {
+        dst[..16].copy_from_slice(&s[..16]);
+        dst[n - 16..].copy_from_slice(&s[n - 16..]);
+    } else if n >= 8 {
+        dst[..8].copy_from_slice(&s[..8]);
+        dst[n - 8..].copy_from_slice(&s[n - 8..]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&s[..4]);
+        dst[n - 4..].copy_from_slice(&s[n - 4..]);
+    } else if n > 0 {
+        dst[0] = s[0];
+        dst[n / 2] = s[n / 2];
+        dst[n - 1] = s[n - 1];
     }
 }
 
@@ -165,7 +192,7 @@ pub(crate) struct ComposedKey {
 /// A slice of at most 16 bytes as the little-endian integer it spells, from
 /// at most two 8-byte loads (which overlap below 16 bytes).
 #[inline(always)]
-fn le_value16(b: &[u8]) -> u128 {
+pub(crate) fn le_value16(b: &[u8]) -> u128 {
     let n = b.len();
     debug_assert!(n <= 16);
     if n <= 8 {
@@ -664,6 +691,17 @@ mod tests {
         );
         assert!(ComposedKey::new(&[b'd'; 15], b"").is_some(), "16 bytes");
         assert!(ComposedKey::new(b"", &[b'p'; 15]).is_some(), "16 bytes");
+    }
+
+    #[test]
+    fn copy_small_copies_every_length() {
+        for n in 0..70usize {
+            let s: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            let mut dst = vec![0xffu8; n + 3];
+            copy_small(&mut dst, &s);
+            assert_eq!(&dst[..n], &s[..], "{n} bytes");
+            assert_eq!(&dst[n..], &[0xff; 3], "{n} bytes: nothing past them");
+        }
     }
 
     #[test]

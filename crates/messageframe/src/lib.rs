@@ -55,7 +55,8 @@
 //! in `docs/architecture.md`.
 
 // `unsafe` only where a comment proves it sound and a benchmark shows the
-// gain: the three small blocks of the `utf8` module (docs/architecture.md).
+// gain: one small block in the `utf8` module and one in `arena`
+// (docs/architecture.md).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
@@ -76,15 +77,18 @@ mod prelude {
     };
 }
 
+mod arena;
 #[cfg(feature = "tokio")]
 pub mod codec;
 mod decode;
 mod encode;
+mod encoder;
 mod error;
 mod frame;
 mod header;
 mod hooks;
 mod index;
+mod inline;
 mod key;
 mod params;
 #[cfg(feature = "serde")]
@@ -98,6 +102,7 @@ mod wire;
 
 pub use bytes::Bytes;
 pub use decode::{Decoder, Limits};
+pub use encoder::FrameEncoder;
 pub use error::{
     AddError, Context, DecodeError, EncodeError, ErrorKind, Expected, IntOutOfRange, Limit,
 };

@@ -16,8 +16,10 @@ use crate::prelude::*;
 use core::cmp;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::arena::{RawText, TextArena};
 use crate::hooks::count_comparisons;
 use crate::index::Index;
+use crate::inline::InlineVec;
 use crate::key::{bytes_eq, find_separator, hash_parts, ComposedKey};
 use crate::sync::{Once, Spare};
 use crate::value::{UnknownValue, ValueRef};
@@ -51,6 +53,14 @@ const PUSH_BLOCK: usize = 8;
 /// a parameter count (key plus string value).
 pub(crate) const TEXT_BYTES_PER_PARAM: usize = 32;
 
+/// Entries a frame holds in place before its entry vector allocates: with
+/// the text arena's inline bytes ([`crate::arena::INLINE_TEXT`]), a new
+/// frame of up to this many short parameters allocates nothing.
+pub(crate) const INLINE_ENTRIES: usize = 4;
+
+/// The entry vector.
+type Entries = InlineVec<Entry, INLINE_ENTRIES>;
+
 /// `dev_len` value for a key that has no separator (device `""`, the whole
 /// key is the parameter).
 const NO_SEP: u32 = u32::MAX;
@@ -83,10 +93,22 @@ pub(crate) struct Entry {
     pub(crate) slot: Slot,
 }
 
+impl Default for Entry {
+    /// The filler of an entry vector's unused inline slots.
+    fn default() -> Self {
+        Entry {
+            key_start: 0,
+            key_len: 0,
+            dev_len: NO_SEP,
+            slot: Slot::Int(0),
+        }
+    }
+}
+
 #[derive(Clone, Default)]
 pub(crate) struct Params {
     table: Table,
-    text: String,
+    text: TextArena,
     raw: Vec<u8>,
     /// Arena bytes no entry refers to any more (overwritten values).
     garbage: usize,
@@ -124,7 +146,7 @@ pub(crate) struct Params {
 /// `Once` (`OnceLock` with `std`, src/sync.rs) makes the build safe
 /// through `&self` and keeps `Frame: Sync`.
 pub(crate) struct Table {
-    entries: Vec<Entry>,
+    entries: Entries,
     /// Pushes of entries numbered below this leave the index alone, so that
     /// one load and one compare decide in the inlined push:
     /// - 0: the index is in use (`index` is set), every push updates it;
@@ -159,7 +181,7 @@ pub(crate) const SCAN_BUDGET: usize = 4;
 impl Default for Table {
     fn default() -> Self {
         Table {
-            entries: Vec::new(),
+            entries: Entries::default(),
             index_from: AtomicUsize::new(INDEX_ON_PUSH),
             covered: 0,
             index: Once::new(),
@@ -205,9 +227,10 @@ pub(crate) fn grown_capacity(cap: usize, len: usize, add: usize) -> usize {
 
 /// An arena offset or length as the `u32` entries store. The arenas stay
 /// below 4 GiB: a decode checks their room against it when they grow
-/// (`ErrorKind::CapacityExceeded` past it, see `decode::sink`), and
-/// `add`/`set` check the arena sizes once per call
-/// ([`Params::check_arenas`]).
+/// (`ErrorKind::CapacityExceeded` past it, see `decode::sink`); the text
+/// arena's buffer never grows past it ([`crate::inline::MAX_ITEMS`]), and
+/// `add`/`set` of an unknown value check the raw arena
+/// ([`Params::check_raw`]).
 #[inline(always)]
 pub(crate) fn to_u32(n: usize) -> u32 {
     debug_assert!(u32::try_from(n).is_ok());
@@ -484,16 +507,16 @@ impl Table {
         Ok(())
     }
 
-    /// Appends an entry whose key and payload are already in `text`. If the
-    /// index is built it is updated (`hash`, when given, saves hashing the
-    /// key); returns `false` if it then shows the key was already present
-    /// (lookups keep finding the first occurrence).
-    /// Appends an entry during a decode, which starts from a cleared table:
-    /// there is no index to update.
+    /// Appends an entry during a decode, which starts from a cleared table
+    /// (there is no index to update) and reserved the entries for the count
+    /// the input declares ([`reserve_entries_charged`], which the walk never
+    /// exceeds).
+    ///
+    /// [`reserve_entries_charged`]: Table::reserve_entries_charged
     #[inline(always)]
     pub(crate) fn push_decoded(&mut self, entry: Entry) {
         debug_assert!(self.index.get().is_none());
-        self.entries.push(entry);
+        self.entries.push_reserved(entry);
     }
 
     /// Appends an entry whose key and payload are already in `text`. Keeps
@@ -503,7 +526,7 @@ impl Table {
     /// if the index, updated by this push, shows that the key was already
     /// present (lookups keep finding the first occurrence).
     #[inline(always)]
-    pub(crate) fn push(&mut self, text: &[u8], entry: Entry, hash: Option<u64>) -> bool {
+    pub(crate) fn push(&mut self, text: &TextArena, entry: Entry, hash: Option<u64>) -> bool {
         let i = self.entries.len();
         self.entries.push(entry);
         if i < LINEAR_MAX || i < *self.index_from.get_mut() {
@@ -514,7 +537,7 @@ impl Table {
         }
         // Out of line: inlined, this made the `add` loop of every frame
         // slower (register pressure), not only of the frames it serves.
-        self.push_indexed(text, i, hash)
+        self.push_indexed(text.as_bytes(), i, hash)
     }
 
     /// The index's part of the push of entry `i`: into the index in use, or
@@ -785,11 +808,11 @@ impl Params {
         };
         Params {
             table: Table {
-                entries: Vec::with_capacity(params),
+                entries: Entries::with_capacity(params),
                 spare: Spare::new(spare),
                 ..Table::default()
             },
-            text: String::with_capacity(text_bytes),
+            text: TextArena::with_capacity(text_bytes),
             raw: Vec::new(),
             garbage: 0,
         }
@@ -819,18 +842,12 @@ impl Params {
 
     #[inline]
     pub(crate) fn text(&self) -> &str {
-        &self.text
+        self.text.as_str()
     }
 
     #[inline]
     pub(crate) fn raw(&self) -> &[u8] {
         &self.raw
-    }
-
-    /// The flat key exactly as it goes on the wire.
-    #[inline]
-    pub(crate) fn key_bytes<'s>(&'s self, e: &Entry) -> &'s [u8] {
-        key_of(self.text.as_bytes(), e)
     }
 
     /// `(device, param)` of an entry.
@@ -936,18 +953,14 @@ impl Params {
         hash: Option<u64>,
         value: ValueRef<'_>,
     ) -> bool {
-        let key_start = to_u32(self.text.len());
-        crate::utf8::push_str(&mut self.text, device);
-        self.text.push(crate::key::SEPARATOR);
-        crate::utf8::push_str(&mut self.text, param);
+        let key_start = to_u32(self.text.push_key(device, param));
         let entry = Entry {
             key_start,
             key_len: to_u32(device.len() + 1 + param.len()),
             dev_len: to_u32(device.len()),
             slot: self.store(value),
         };
-        self.check_arenas();
-        self.table.push(self.text.as_bytes(), entry, hash)
+        self.table.push(&self.text, entry, hash)
     }
 
     /// Whether the lookup index has been built.
@@ -979,21 +992,20 @@ impl Params {
         let key_start = self.text.len();
         self.text.push_str(key);
         let slot = self.store(value);
-        self.check_arenas();
         let entry = Entry::for_wire_key(key_start, key.as_bytes(), slot);
-        self.table.push(self.text.as_bytes(), entry, None);
+        self.table.push(&self.text, entry, None);
     }
 
-    /// The arenas' offsets are `u32`: a frame holds less than 4 GiB of keys
-    /// and strings, and of unknown raw values.
+    /// The raw arena's offsets are `u32`: a frame holds less than 4 GiB of
+    /// unknown raw values (the text arena's buffer cannot grow past it).
     ///
     /// # Panics
     ///
-    /// If an arena has reached 4 GiB.
-    #[inline(always)]
-    fn check_arenas(&self) {
+    /// If the raw arena has passed 4 GiB.
+    #[inline]
+    fn check_raw(&self) {
         assert!(
-            self.text.len() <= u32::MAX as usize && self.raw.len() <= u32::MAX as usize,
+            self.raw.len() <= u32::MAX as usize,
             "a frame's keys and strings are limited to 4 GiB"
         );
     }
@@ -1007,13 +1019,17 @@ impl Params {
             ValueRef::Bool(v) => Slot::Bool(v),
             ValueRef::String(s) => {
                 let start = to_u32(self.text.len());
-                crate::utf8::push_str(&mut self.text, s);
+                self.text.push_str(s);
                 Slot::Str {
                     start,
                     len: to_u32(s.len()),
                 }
             }
-            ValueRef::Unknown(u) => store_unknown(&mut self.raw, u.tag(), u.raw()),
+            ValueRef::Unknown(u) => {
+                let slot = store_unknown(&mut self.raw, u.tag(), u.raw());
+                self.check_raw();
+                slot
+            }
         }
     }
 
@@ -1041,13 +1057,11 @@ impl Params {
         // they outweigh the live bytes.
         if let (Slot::Str { start, len }, ValueRef::String(s)) = (old, value) {
             if s.len() == len as usize {
-                let start = start as usize;
-                self.text.replace_range(start..start + s.len(), s);
+                self.text.overwrite(start as usize, s);
                 return;
             }
         }
         let slot = self.store(value);
-        self.check_arenas();
         self.table.entries[i].slot = slot;
         self.garbage += match old {
             Slot::Str { len, .. } | Slot::Unknown { len, .. } => len as usize,
@@ -1067,7 +1081,7 @@ impl Params {
 
     /// Rewrites the arenas with only the bytes entries still refer to.
     fn compact(&mut self) {
-        let mut text = String::with_capacity(self.text.capacity());
+        let mut text = TextArena::with_capacity(self.text.capacity());
         let mut raw = Vec::with_capacity(self.raw.capacity());
         for e in &mut self.table.entries {
             let ks = e.key_start as usize;
@@ -1097,55 +1111,34 @@ impl Params {
     /// unvalidated bytes and checks them as UTF-8 once, at the end.
     pub(crate) fn begin_decode(&mut self) -> DecodeTarget<'_> {
         self.table.begin_decode();
-        self.text.clear();
         self.raw.clear();
         self.garbage = 0;
-        let text = core::mem::take(&mut self.text).into_bytes();
         DecodeTarget {
             table: &mut self.table,
             raw: &mut self.raw,
-            text,
-            home: &mut self.text,
+            text: self.text.begin_raw(),
         }
     }
 }
 
 /// The parts of [`Params`] a decode fills; see [`Params::begin_decode`].
-/// Dropping it without [`finish`](DecodeTarget::finish) leaves the storage
-/// empty (the text arena's capacity is lost then: only error paths do it).
+/// Dropping it without [`finish`](DecodeTarget::finish) leaves the text
+/// arena empty (capacity kept; only a panic does it).
 pub(crate) struct DecodeTarget<'p> {
     pub(crate) table: &'p mut Table,
     pub(crate) raw: &'p mut Vec<u8>,
-    /// The text arena, as bytes until [`finish`](DecodeTarget::finish).
-    pub(crate) text: Vec<u8>,
-    home: &'p mut String,
+    /// The text arena, taking bytes unchecked until
+    /// [`finish`](DecodeTarget::finish).
+    pub(crate) text: RawText<'p>,
 }
 
 impl DecodeTarget<'_> {
-    /// Puts the text arena back. With `keep` and valid UTF-8 the decoded
-    /// entries stay; otherwise the storage is left empty (capacity kept) and
+    /// Ends the decode. With `keep` and valid UTF-8 the decoded entries
+    /// stay; otherwise the storage is left empty (capacity kept) and
     /// `false` is returned.
     pub(crate) fn finish(self, keep: bool) -> bool {
-        let text = if keep {
-            crate::utf8::string_from(self.text)
-        } else {
-            let mut bytes = self.text;
-            bytes.clear();
-            String::from_utf8(bytes)
-        };
-        match text {
-            Ok(text) => {
-                *self.home = text;
-                if keep {
-                    return true;
-                }
-            }
-            Err(e) => {
-                let mut bytes = e.into_bytes();
-                bytes.clear();
-                // Empty, hence valid UTF-8: the arena keeps its capacity.
-                *self.home = String::from_utf8(bytes).unwrap_or_default();
-            }
+        if self.text.finish(keep) {
+            return true;
         }
         self.table.clear();
         self.raw.clear();
@@ -1169,6 +1162,12 @@ pub(crate) fn store_unknown(raw: &mut Vec<u8>, tag: i128, value: &[u8]) -> Slot 
 pub(crate) const TAG_BYTES_MAX: usize = 9;
 
 impl Entry {
+    /// The entry's flat key (as on the wire) in the text arena's bytes.
+    #[inline(always)]
+    pub(crate) fn key_in<'t>(&self, text: &'t [u8]) -> &'t [u8] {
+        key_of(text, self)
+    }
+
     /// An entry for a flat key stored at `key_start..key_start + key.len()`
     /// of the text arena.
     #[inline]
@@ -1217,7 +1216,7 @@ mod tests {
         });
         assert!(refused.is_err());
         assert_eq!(charged, usize::MAX);
-        assert_eq!(table.entries.capacity(), 0);
+        assert!(!table.entries.spilled(), "nothing allocated");
     }
 
     #[test]

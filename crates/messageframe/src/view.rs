@@ -52,7 +52,19 @@ impl Decoder {
     /// a borrowed view of it.
     #[inline]
     pub fn view<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
-        let view = self.view_prefix(bytes)?;
+        if self.is_strict() {
+            self.view_exact::<true>(bytes)
+        } else {
+            self.view_exact::<false>(bytes)
+        }
+    }
+
+    /// [`view`](Decoder::view) with the strictness a constant.
+    pub(crate) fn view_exact<'a, const STRICT: bool>(
+        &self,
+        bytes: &'a [u8],
+    ) -> Result<FrameView<'a>, DecodeError> {
+        let view = self.view_with::<STRICT>(bytes)?;
         if view.bytes.len() != bytes.len() {
             return Err(DecodeError::new(
                 ErrorKind::TrailingBytes {
@@ -69,7 +81,20 @@ impl Decoder {
     /// [`FrameView::encoded_len`] says how many bytes it used.
     #[inline]
     pub fn view_prefix<'a>(&self, bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
-        let mut sink = CheckSink::new(self);
+        if self.is_strict() {
+            self.view_with::<true>(bytes)
+        } else {
+            self.view_with::<false>(bytes)
+        }
+    }
+
+    /// [`view_prefix`](Decoder::view_prefix) with the strictness a
+    /// constant: a lenient view's code holds none of the duplicate check.
+    fn view_with<'a, const STRICT: bool>(
+        &self,
+        bytes: &'a [u8],
+    ) -> Result<FrameView<'a>, DecodeError> {
+        let mut sink = CheckSink::<STRICT>::new(self);
         let (header, layout) = walk(self, bytes, &mut sink)?;
         Ok(FrameView {
             bytes: &bytes[..layout.end()],
@@ -129,7 +154,9 @@ impl<'a> FrameView<'a> {
     /// Validates exactly one frame with the default [`Decoder`].
     #[inline]
     pub fn new(bytes: &'a [u8]) -> Result<FrameView<'a>, DecodeError> {
-        Decoder::new().view(bytes)
+        // Lenient, known at compile time: the view's code holds nothing of
+        // the strict decode's duplicate check.
+        Decoder::new().view_exact::<false>(bytes)
     }
 
     /// The header.

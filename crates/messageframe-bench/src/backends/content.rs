@@ -112,9 +112,12 @@ pub fn check(format: Format, wire: &[u8], inputs: &Inputs) -> Result<(), String>
 /// Why the bytes do not decode to a message of this shape.
 pub fn decode(format: Format, wire: &[u8], attachment_name: &str) -> Result<Logical, String> {
     let m = match format {
-        Format::Mf | Format::MfView | Format::MfSet | Format::MfShared | Format::MfViewShared => {
-            frame(wire, attachment_name)?
-        }
+        Format::Mf
+        | Format::MfView
+        | Format::MfSet
+        | Format::MfShared
+        | Format::MfViewShared
+        | Format::RmpWire => frame(wire, attachment_name)?,
         Format::Prost | Format::ProstShared => protobuf(wire)?,
         Format::SerdeJson | Format::SonicRs | Format::SimdJson => json(wire)?,
         Format::Minicbor | Format::Ciborium => cbor(wire)?,

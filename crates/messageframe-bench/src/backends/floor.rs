@@ -41,7 +41,7 @@ impl Span {
 
     /// The span of `part`, a subslice of `base`.
     #[inline]
-    fn within(base: &[u8], part: &[u8]) -> Span {
+    pub(crate) fn within(base: &[u8], part: &[u8]) -> Span {
         Span {
             start: (part.as_ptr() as usize - base.as_ptr() as usize) as u32,
             len: part.len() as u32,

@@ -30,6 +30,7 @@ pub mod floor;
 pub mod json;
 pub mod mf;
 pub mod pb;
+pub mod samewire;
 
 pub use mf::{mf_fill, mf_value};
 
@@ -91,8 +92,14 @@ pub enum Format {
     Ciborium,
     /// FlexBuffers: `Builder`, zero-copy `Reader`.
     Flexbuffers,
-    /// The floor: rmp's write functions, rmp's read functions recording each
-    /// pair as offsets into the receive buffer, in a `Vec` (no allocation).
+    /// The same-wire floor: rmp's write and read functions on exactly
+    /// messageframe's wire layout (header, `[tag, value]` per two-part key,
+    /// attachments), everything read back as offsets into the receive
+    /// buffer, in kept `Vec`s (no allocation): the reference floor.
+    RmpWire,
+    /// The flat floor: rmp's write functions on a bare map of flat keys
+    /// (no header, no tags), rmp's read functions recording each pair as
+    /// offsets into the receive buffer, in a `Vec` (no allocation).
     RmpBorrowed,
     /// The floor's copying equivalent: the attachment copied in (the
     /// message's own copy), keys, strings and bins copied out into one
@@ -129,7 +136,7 @@ pub const SELECTION_SCENARIOS: [&str; 4] = ["small", "medium", "large", "telemet
 
 impl Format {
     /// Every format, in table order.
-    pub const ALL: [Format; 18] = [
+    pub const ALL: [Format; 19] = [
         Format::Mf,
         Format::MfView,
         Format::MfSet,
@@ -143,6 +150,7 @@ impl Format {
         Format::Minicbor,
         Format::Ciborium,
         Format::Flexbuffers,
+        Format::RmpWire,
         Format::RmpBorrowed,
         Format::RmpCopying,
         Format::RmpvValue,
@@ -167,6 +175,7 @@ impl Format {
             Format::Minicbor => "minicbor",
             Format::Ciborium => "ciborium",
             Format::Flexbuffers => "flexbuffers",
+            Format::RmpWire => "rmp-wire",
             Format::RmpBorrowed => "rmp-borrowed",
             Format::RmpCopying => "rmp-copying",
             Format::RmpvValue => "rmpv-value",
@@ -198,6 +207,7 @@ impl Format {
             Format::Minicbor => "CBOR (minicbor)",
             Format::Ciborium => "CBOR (ciborium)",
             Format::Flexbuffers => "FlexBuffers",
+            Format::RmpWire => "rmp same-wire floor",
             Format::RmpBorrowed => "rmp floor (borrowed)",
             Format::RmpCopying => "rmp floor (copying)",
             Format::RmpvValue => "rmpv Value",
@@ -248,6 +258,7 @@ impl Format {
                         | Format::ProstShared
                         | Format::SerdeJson
                         | Format::Flexbuffers
+                        | Format::RmpWire
                         | Format::RmpBorrowed
                 ) || self == FAST_JSON
                     || self == CBOR
@@ -301,7 +312,7 @@ pub trait Backend {
 #[macro_export]
 macro_rules! with_backend {
     ($format:expr, $group:expr, $inputs:expr, |$b:ident| $body:expr) => {{
-        use $crate::backends::{cbor, flex, floor, json, mf, pb, Format, Group};
+        use $crate::backends::{cbor, flex, floor, json, mf, pb, samewire, Format, Group};
         macro_rules! pick {
             ($t:ident) => {
                 match $group {
@@ -322,6 +333,7 @@ macro_rules! with_backend {
         use json::{SerdeJson, SimdJson, SonicRs};
         use mf::{Mf, MfSet, MfShared, MfView, MfViewShared};
         use pb::{Prost, ProstShared};
+        use samewire::RmpWire;
         match $format {
             Format::Mf => pick!(Mf),
             Format::MfView => pick!(MfView),
@@ -336,6 +348,7 @@ macro_rules! with_backend {
             Format::Minicbor => pick!(Minicbor),
             Format::Ciborium => pick!(Ciborium),
             Format::Flexbuffers => pick!(Flex),
+            Format::RmpWire => pick!(RmpWire),
             Format::RmpBorrowed => pick!(RmpBorrowed),
             Format::RmpCopying => pick!(RmpCopying),
             Format::RmpvValue => pick!(RmpvValue),

@@ -63,6 +63,13 @@ enum Command {
         /// Only check: exit 1 if a file differs from what the JSON generates.
         #[arg(long)]
         check: bool,
+        /// Judge the run's targets again with this harness's rules (from
+        /// the figures the JSON holds) and write them into the JSON before
+        /// regenerating the docs: for when the targets changed and the run
+        /// has not been made again yet. Targets whose rows the run lacks
+        /// are absent.
+        #[arg(long, conflicts_with = "check")]
+        rejudge: bool,
     },
 }
 
@@ -135,11 +142,15 @@ fn check_paths(cli: &Cli) -> Result<(), String> {
     Ok(())
 }
 
-fn report_command(json: &Path, root: &Path, check: bool) -> ExitCode {
+fn report_command(json: &Path, root: &Path, check: bool, rejudge: bool) -> ExitCode {
     let targets = Targets::in_repo(root);
-    let result = publish::load(json).and_then(|r| {
+    let result = publish::load(json).and_then(|mut r| {
         if r.meta.quick {
             eprintln!("crossbench: warning: {} is a --quick run", json.display());
+        }
+        if rejudge && publish::rejudge(&mut r) {
+            publish::save(&r, json)?;
+            eprintln!("crossbench: judged the targets of {} again", json.display());
         }
         if check {
             publish::stale(&r, &targets)
@@ -173,8 +184,14 @@ fn report_command(json: &Path, root: &Path, check: bool) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::Report { json, root, check }) = &cli.command {
-        return report_command(json, root, *check);
+    if let Some(Command::Report {
+        json,
+        root,
+        check,
+        rejudge,
+    }) = &cli.command
+    {
+        return report_command(json, root, *check, *rejudge);
     }
     if let Err(e) = check_paths(&cli) {
         eprintln!("crossbench: {e}");
@@ -233,9 +250,8 @@ fn main() -> ExitCode {
         cli.json.clone()
     };
     if let Some(path) = &json_path {
-        let text = serde_json::to_string_pretty(&report).expect("the report serializes");
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            eprintln!("crossbench: cannot write {}: {e}", path.display());
+        if let Err(e) = publish::save(&report, path) {
+            eprintln!("crossbench: {e}");
             return ExitCode::FAILURE;
         }
     }
@@ -248,7 +264,12 @@ fn main() -> ExitCode {
     if cli.publish {
         // The docs come from the JSON just written, exactly as `report`
         // makes them.
-        return report_command(Path::new("docs/crossbench.json"), Path::new("."), false);
+        return report_command(
+            Path::new("docs/crossbench.json"),
+            Path::new("."),
+            false,
+            false,
+        );
     }
     ExitCode::SUCCESS
 }

@@ -22,6 +22,10 @@
 //! that forwards bytes and parses nothing, both between the same producer
 //! (raw frames) and consumer (counting bytes).
 //!
+//! And in memory, no socket: the bytes/s of the `FrameScanner` finding each
+//! frame's end (what the relay and `FrameReader` do per frame) against a
+//! full decode of the same frame into a reused `Frame`.
+//!
 //! Runs are interleaved across rows and repeated; the median of the passes
 //! is reported, with the spread. Tables go to stdout, progress to stderr.
 
@@ -530,6 +534,77 @@ fn rate(frames: f64) -> String {
     }
 }
 
+/// Seconds `f` takes for `n` runs.
+fn time_n(n: u64, mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    t.elapsed().as_secs_f64()
+}
+
+/// The scanner's bytes/s against a full decode's, in memory (issue 23:
+/// the scanner at least twice as fast at 32 parameters), appended to
+/// `out`: each pass times both on the same frame, interleaved; medians.
+fn scan_vs_decode(runs: &[(Arc<Messages>, u64)], passes: usize, pass_secs: f64, out: &mut String) {
+    out.push_str(
+        "\nIn memory (no socket): bytes/s of `FrameScanner::scan` finding the frame's end, of `Frame::decode_from` into a reused frame, and of `FrameView::new`, medians of the passes.\n\n| scenario | frame bytes | scanner MB/s | decode MB/s | view MB/s | scanner ÷ decode |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    let mut medium = None;
+    for (m, _) in runs {
+        let bytes = &m.frame_bytes[..];
+        let mut scanner = messageframe::FrameScanner::new();
+        let mut frame = Frame::default();
+        let mut scan = || {
+            let found = scanner.scan(black_box(bytes)).expect("a valid frame");
+            let _ = black_box(found);
+        };
+        let mut decode = || {
+            frame.decode_from(black_box(bytes)).expect("a valid frame");
+            black_box(frame.len());
+        };
+        let view = || {
+            let v = messageframe::FrameView::new(black_box(bytes)).expect("a valid frame");
+            black_box(v.len());
+        };
+        // Calibration: enough runs for a pass of about `pass_secs` / 3.
+        let per_pass = |f: &mut dyn FnMut()| {
+            let t = time_n(200, &mut *f).max(1e-9);
+            ((pass_secs / 3.0) / (t / 200.0)).max(20.0) as u64
+        };
+        let (ns, nd, nv) = (
+            per_pass(&mut scan),
+            per_pass(&mut decode),
+            per_pass(&mut { view }),
+        );
+        let (mut s, mut d, mut v) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..passes {
+            s.push(ns as f64 * bytes.len() as f64 / time_n(ns, &mut scan));
+            d.push(nd as f64 * bytes.len() as f64 / time_n(nd, &mut decode));
+            v.push(nv as f64 * bytes.len() as f64 / time_n(nv, view));
+        }
+        let (s, d, v) = (median(&s), median(&d), median(&v));
+        if m.scenario.name == "medium" {
+            medium = Some(s / d);
+        }
+        out.push_str(&format!(
+            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}x |\n",
+            m.scenario.title,
+            bytes.len(),
+            s / 1e6,
+            d / 1e6,
+            v / 1e6,
+            s / d
+        ));
+    }
+    if let Some(r) = medium {
+        let verdict = if r >= 2.0 { "met" } else { "MISSED" };
+        out.push_str(&format!(
+            "\n- 32 params, scanner bytes/s ÷ full decode's: {r:.2}x (target ≥ 2x): {verdict}\n"
+        ));
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
     let command = std::env::args().collect::<Vec<_>>().join(" ");
@@ -696,8 +771,9 @@ fn main() {
         "medium",
         Row::Relay,
         Row::Proxy,
-        0.7,
+        0.8,
     );
+    scan_vs_decode(&runs, passes, pass_secs, &mut out);
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.as_bytes());
 }

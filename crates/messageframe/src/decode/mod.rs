@@ -325,42 +325,76 @@ impl Decoder {
         shared: Option<&Bytes>,
         exact: bool,
     ) -> Result<usize, DecodeError> {
+        if self.strict {
+            self.decode_owned_as::<true>(frame, bytes, shared, exact)
+        } else {
+            self.decode_owned_as::<false>(frame, bytes, shared, exact)
+        }
+    }
+
+    /// [`decode_into`](Decoder::decode_into) of a lenient decoder, the
+    /// strictness known at compile time: `Frame::decode` and
+    /// `Frame::decode_from` hold no code of the strict decode's duplicate
+    /// check.
+    pub(crate) fn decode_lenient_into(
+        &self,
+        frame: &mut Frame,
+        bytes: &[u8],
+    ) -> Result<(), DecodeError> {
+        debug_assert!(!self.strict);
+        self.decode_owned_as::<false>(frame, bytes, None, true)
+            .map(drop)
+    }
+
+    /// [`decode_owned`](Decoder::decode_owned) with the strictness a
+    /// constant.
+    fn decode_owned_as<const STRICT: bool>(
+        &self,
+        frame: &mut Frame,
+        bytes: &[u8],
+        shared: Option<&Bytes>,
+        exact: bool,
+    ) -> Result<usize, DecodeError> {
         frame.clear_attachments();
-        let (params, attachments) = frame.decode_parts();
-        let target = params.begin_decode();
-        let mut sink = OwnedSink {
-            text_end: sink::arena_end(target.text.capacity()),
-            raw_end: sink::arena_end(target.raw.capacity()),
-            target,
-            attachments,
-            shared,
-            input: bytes,
-            budget: Budget::new(self.limits.max_alloc_bytes),
-            utf8_ok: true,
-            claimed: 0,
-        };
-        let mut result = walk(self, bytes, &mut sink);
-        if let Ok((_, layout)) = &result {
-            if exact && layout.end() != bytes.len() {
-                result = Err(DecodeError::new(
-                    ErrorKind::TrailingBytes {
-                        count: bytes.len() - layout.end(),
-                    },
-                    layout.end(),
-                    Context::Frame,
-                ));
+        // The sink borrows the frame's storage: it is gone at the end of
+        // this block, before the frame is used again.
+        let (result, kept, budget) = {
+            let (params, attachments) = frame.decode_parts();
+            let target = params.begin_decode();
+            let mut sink = OwnedSink {
+                text_end: sink::arena_end(target.text.capacity()),
+                raw_end: sink::arena_end(target.raw.capacity()),
+                target,
+                attachments,
+                shared,
+                input: bytes,
+                budget: Budget::new(self.limits.max_alloc_bytes),
+                utf8_ok: true,
+                claimed: 0,
+            };
+            let mut result = walk(self, bytes, &mut sink);
+            if let Ok((_, layout)) = &result {
+                if exact && layout.end() != bytes.len() {
+                    result = Err(DecodeError::new(
+                        ErrorKind::TrailingBytes {
+                            count: bytes.len() - layout.end(),
+                        },
+                        layout.end(),
+                        Context::Frame,
+                    ));
+                }
             }
-        }
-        let mut fine = result.is_ok() && sink.utf8_ok;
-        if fine && self.strict {
-            // Duplicates are looked for once, with the index lookups build
-            // anyway (charged to the budget first).
-            let DecodeTarget { table, text, .. } = &sink.target;
-            fine = sink.budget.charge(Index::bytes_for(table.len())).is_ok()
-                && table.first_duplicate(text).is_none();
-        }
-        let kept = sink.target.finish(fine);
-        let budget = sink.budget;
+            let mut fine = result.is_ok() && sink.utf8_ok;
+            if STRICT && fine {
+                // Duplicates are looked for once, with the index lookups
+                // build anyway (charged to the budget first).
+                let DecodeTarget { table, text, .. } = &sink.target;
+                fine = sink.budget.charge(Index::bytes_for(table.len())).is_ok()
+                    && table.first_duplicate(text.bytes()).is_none();
+            }
+            let OwnedSink { target, budget, .. } = sink;
+            (result, target.finish(fine), budget)
+        };
         match result {
             Ok((header, layout)) if kept => {
                 frame.set_header(header);
@@ -373,7 +407,7 @@ impl Decoder {
                 // order, the one the view reports. It spends what is left
                 // of the budget, so that both walks together stay within
                 // max_alloc_bytes.
-                let mut check = CheckSink::with_budget(self, budget);
+                let mut check = CheckSink::<STRICT>::with_budget(self, budget);
                 match walk(self, bytes, &mut check) {
                     Err(e) => Err(e),
                     Ok(_) => Err(other.err().unwrap_or_else(|| {
@@ -424,7 +458,7 @@ fn skip_params(r: &mut Reader<'_>) -> Result<(), DecodeError> {
             // The key, for the message, if it is a string.
             let mut k = Reader::validated(r.input(), key_at);
             let context = match k.str_bytes() {
-                Ok(key) => Context::Value(String::from_utf8_lossy(key).into_owned()),
+                Ok(key) => Context::value_of_key(key),
                 Err(_) => Context::Key(i),
             };
             with(context)(e)

@@ -17,29 +17,29 @@ use super::{Budget, Decoder};
 
 /// Validates every string as it arrives and stores nothing: the view's sink,
 /// and the owned decoder's way to find the first error in input order.
-pub(crate) struct CheckSink<'a> {
-    strict: bool,
+/// `STRICT` (the decoder's [`strict`](Decoder::strict)) is a constant, so
+/// that the lenient walk, which a view made with `FrameView::new` runs,
+/// holds no code of the strict one's duplicate check (its key set, hash
+/// index and hasher: 6 KB of a Cortex-M binary, docs/performance.md).
+pub(crate) struct CheckSink<'a, const STRICT: bool> {
     /// Keys seen; only strict decoding pays for it.
     seen: Option<KeySet<'a>>,
     budget: Budget,
 }
 
-impl CheckSink<'_> {
+impl<const STRICT: bool> CheckSink<'_, STRICT> {
     pub(crate) fn new(dec: &Decoder) -> Self {
         Self::with_budget(dec, Budget::new(dec.limits.max_alloc_bytes))
     }
 
     /// A validating sink that spends what is left of `budget`.
     pub(super) fn with_budget(dec: &Decoder, budget: Budget) -> Self {
-        CheckSink {
-            strict: dec.strict,
-            seen: None,
-            budget,
-        }
+        debug_assert_eq!(dec.strict, STRICT);
+        CheckSink { seen: None, budget }
     }
 }
 
-impl CheckSink<'_> {
+impl<const STRICT: bool> CheckSink<'_, STRICT> {
     /// Only strict decoding pays for the key set, sized once (out of line:
     /// the lenient walk stays as small as it was).
     #[inline(never)]
@@ -50,12 +50,12 @@ impl CheckSink<'_> {
     }
 }
 
-impl<'a> Sink<'a> for CheckSink<'a> {
+impl<'a, const STRICT: bool> Sink<'a> for CheckSink<'a, STRICT> {
     const RECORDS_KEYS: bool = true;
 
     #[inline]
     fn begin_params(&mut self, count: usize) -> Result<(), Limit> {
-        if self.strict && count > 0 {
+        if STRICT && count > 0 {
             self.start_key_set(count)?;
         }
         Ok(())
@@ -71,9 +71,11 @@ impl<'a> Sink<'a> for CheckSink<'a> {
                 return Err(Refusal::Utf8 { in_key: false });
             }
         }
-        if let Some(seen) = &mut self.seen {
-            if !seen.insert(key) {
-                return Err(Refusal::Duplicate);
+        if STRICT {
+            if let Some(seen) = &mut self.seen {
+                if !seen.insert(key) {
+                    return Err(Refusal::Duplicate);
+                }
             }
         }
         Ok(())
@@ -141,7 +143,7 @@ fn arena_growth(cap: usize, len: usize, add: usize) -> Option<usize> {
 impl OwnedSink<'_, '_> {
     /// Appends a string's bytes to the text arena (room was reserved);
     /// returns its offset.
-    #[inline]
+    #[inline(always)]
     fn push_text(&mut self, s: &[u8]) -> usize {
         if let Some(&first) = s.first() {
             // A continuation byte cannot start a valid string.
@@ -149,43 +151,43 @@ impl OwnedSink<'_, '_> {
         }
         let text = &mut self.target.text;
         let start = text.len();
-        if !crate::key::append_short(text, s) {
-            text.extend_from_slice(s);
-        }
+        text.push(s);
         start
     }
 
     /// Makes room for `text` more arena bytes and `raw` more raw bytes,
-    /// charging growth first.
-    #[inline]
+    /// charging growth first. Only unknown values have raw bytes: the usual
+    /// parameter checks the text arena alone.
+    #[inline(always)]
     fn reserve_payload(&mut self, text: usize, raw: usize) -> Result<(), Refusal> {
-        let t = &self.target.text;
-        let r = &*self.target.raw;
-        if text <= self.text_end - t.len() && raw <= self.raw_end - r.len() {
+        if text <= self.text_end - self.target.text.len()
+            && (raw == 0 || raw <= self.raw_end - self.target.raw.len())
+        {
             return Ok(());
         }
         self.grow_payload(text, raw)
     }
 
-    /// Sizes a new frame's text arena once, at its first growth: about 32
-    /// bytes for each parameter the map claims (keys and strings), never
-    /// more than the input holds (they are substrings of it). Growing by
-    /// doubling from nothing took 4 allocations for a 4-parameter frame and
-    /// 12 for 1,024 parameters; this takes 1, and a doubling when the
-    /// estimate is short. Skipped when the budget cannot pay for it: the
+    /// Sizes a new frame's text arena once, when it outgrows the frame's
+    /// inline bytes: about 32 bytes for each parameter the map claims (keys
+    /// and strings), never more than the input holds (they are substrings
+    /// of it). Growing by doubling from nothing took 4 allocations for a
+    /// 4-parameter frame and 12 for 1,024 parameters; this takes 1, and a
+    /// doubling when the estimate is short. Skipped when the budget cannot
+    /// pay for it, or the estimate is no larger than the inline part: the
     /// arena then grows to what it needs, as before.
     fn presize_text(&mut self) {
+        let t = &mut self.target.text;
         let want = arena_end(self.input.len().min(self.claimed.saturating_mul(32)));
-        if want > 0 && self.budget.charge(want).is_ok() {
-            let t = &mut self.target.text;
-            t.reserve_exact(want);
+        if want > t.capacity() && self.budget.charge(want).is_ok() {
+            t.reserve_exact(want - t.len());
             self.text_end = arena_end(t.capacity());
         }
     }
 
     #[cold]
     fn grow_payload(&mut self, text: usize, raw: usize) -> Result<(), Refusal> {
-        if self.target.text.capacity() == 0 {
+        if self.target.text.is_inline() {
             self.presize_text();
         }
         let t = &mut self.target.text;
@@ -200,7 +202,9 @@ impl OwnedSink<'_, '_> {
             bytes = bytes.saturating_add(raw_cap);
         }
         self.budget.charge(bytes).map_err(Refusal::Limit)?;
-        t.reserve_exact(text_cap - t.len());
+        if text_cap > t.capacity() {
+            t.reserve_exact(text_cap - t.len());
+        }
         r.reserve_exact(raw_cap - r.len());
         self.text_end = arena_end(t.capacity());
         self.raw_end = arena_end(r.capacity());
@@ -218,27 +222,41 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
         Ok(())
     }
 
-    #[inline]
+    // Always: with two instantiations of the owned decode (strict and
+    // lenient), the compiler stopped inlining it into the walk's loop.
+    #[inline(always)]
     fn param(&mut self, key: &'a [u8], value: WireValue<'a>) -> Result<(), Refusal> {
-        let (text, raw) = match value {
-            WireValue::Str(s) => (key.len() + s.len(), 0),
-            WireValue::Unknown(_, raw) => (key.len(), TAG_BYTES_MAX + raw.len()),
-            _ => (key.len(), 0),
-        };
-        self.reserve_payload(text, raw)?;
-        let key_start = self.push_text(key);
-        let slot = match value {
-            WireValue::Int(v) => Slot::Int(v),
-            WireValue::Double(v) => Slot::Double(v),
-            WireValue::Bool(v) => Slot::Bool(v),
+        // A continuation byte cannot start a valid string: each string's
+        // first byte is checked, the arena as a whole at the end.
+        let starts_ok = |s: &[u8]| s.first().map_or(true, |&b| (b & 0xc0) != 0x80);
+        // One match on the value: room, bytes and slot of each kind.
+        let (key_start, slot) = match value {
             WireValue::Str(s) => {
-                let start = self.push_text(s);
-                Slot::Str {
+                self.reserve_payload(key.len() + s.len(), 0)?;
+                self.utf8_ok &= starts_ok(key) & starts_ok(s);
+                let (key_start, start) = self.target.text.push_pair(key, s);
+                let slot = Slot::Str {
                     start: to_u32(start),
                     len: to_u32(s.len()),
-                }
+                };
+                (key_start, slot)
             }
-            WireValue::Unknown(tag, raw) => store_unknown(self.target.raw, tag, raw),
+            WireValue::Unknown(tag, raw) => {
+                self.reserve_payload(key.len(), TAG_BYTES_MAX + raw.len())?;
+                let key_start = self.push_text(key);
+                (key_start, store_unknown(self.target.raw, tag, raw))
+            }
+            scalar => {
+                self.reserve_payload(key.len(), 0)?;
+                let key_start = self.push_text(key);
+                let slot = match scalar {
+                    WireValue::Int(v) => Slot::Int(v),
+                    WireValue::Double(v) => Slot::Double(v),
+                    WireValue::Bool(v) => Slot::Bool(v),
+                    WireValue::Str(_) | WireValue::Unknown(..) => unreachable!("matched above"),
+                };
+                (key_start, slot)
+            }
         };
         let entry = Entry::for_wire_key(key_start, key, slot);
         // Duplicates (strict mode) are looked for once, after the walk.

@@ -493,9 +493,9 @@ impl<'a, 'd> Walk<'a, 'd> {
                     ));
                 }
                 let value_at = r.pos();
-                let value = r.wire_value().map_err(|e| {
-                    e.with_context(Context::Value(String::from_utf8_lossy(key).into_owned()))
-                })?;
+                let value = r
+                    .wire_value()
+                    .map_err(|e| e.with_context(Context::value_of_key(key)))?;
                 (key, value, value_at)
             }
         };
@@ -508,7 +508,7 @@ impl<'a, 'd> Walk<'a, 'd> {
                 Refusal::Utf8 { in_key: false } => (
                     ErrorKind::InvalidUtf8,
                     string_marker_at(r.input(), value_at),
-                    Context::Value(String::from_utf8_lossy(key).into_owned()),
+                    Context::value_of_key(key),
                 ),
             };
             return Err(DecodeError::new(kind, at, context));

@@ -383,7 +383,8 @@ impl<'de> Source<'de> for ViewSource<'de> {
 /// checked as UTF-8 once, here, keys split at their first separator.
 struct EntrySink<'de> {
     last: Option<Entry<'de>>,
-    check: CheckSink<'de>,
+    /// Lenient: `from_bytes` reads with `Decoder::new()`.
+    check: CheckSink<'de, false>,
 }
 
 impl<'de> Sink<'de> for EntrySink<'de> {

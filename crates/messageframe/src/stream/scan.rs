@@ -26,7 +26,6 @@
 //!   elements) are skipped by `pending` alone: nesting depth needs no stack
 //!   and no recursion, whatever the depth.
 
-use alloc::string::String;
 use core::fmt;
 
 use crate::decode::Limits;
@@ -672,7 +671,7 @@ impl FrameScanner {
                 let key = buf
                     .get(self.key_at..self.key_at + self.key_len)
                     .unwrap_or(&[]);
-                Context::Value(String::from_utf8_lossy(key).into_owned())
+                Context::value_of_key(key)
             }
             Phase::Attachments => Context::Attachment(0),
             Phase::AttPair | Phase::AttName | Phase::AttData | Phase::Skip(Then::Attachment) => {

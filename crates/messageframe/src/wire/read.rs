@@ -370,15 +370,18 @@ impl<'a> Reader<'a> {
                 self.pos = p;
                 T::try_from(v).map_err(|_| self.err(ErrorKind::IntegerOutOfRange, at))
             }
-            None => self.int_as_slow(),
+            None => {
+                let v = self.int_slow()?;
+                T::try_from(v).map_err(|_| self.err(ErrorKind::IntegerOutOfRange, at))
+            }
         }
     }
 
+    /// [`int`](Reader::int) out of line, one copy for every type
+    /// [`int_as`](Reader::int_as) reads.
     #[inline(never)]
-    pub(crate) fn int_as_slow<T: TryFrom<Int>>(&mut self) -> Result<T, DecodeError> {
-        let at = self.pos;
-        let v = self.int()?;
-        T::try_from(v).map_err(|_| self.err(ErrorKind::IntegerOutOfRange, at))
+    fn int_slow(&mut self) -> Result<Int, DecodeError> {
+        self.int()
     }
 
     /// A string's bytes, not validated as UTF-8 (the caller does that).
