@@ -2,10 +2,12 @@
 //! the relay in process. The NATS commands (`pub` in `publish`, `sub` in
 //! `subscribe`, `record`, `replay`) share `nats` (URLs, prefix, filters,
 //! connecting) and `sink` (where frames go: dump's JSON, a file, NATS).
-//! `view` serves a live web page of every parameter (its own directory).
+//! `view` serves a live web page of every parameter, `export` writes
+//! recordings other tools open (MCAP, Parquet): each has its own directory.
 
 pub(crate) mod dump;
 pub(crate) mod encode;
+pub(crate) mod export;
 pub(crate) mod header;
 pub(crate) mod listen;
 pub(crate) mod nats;
