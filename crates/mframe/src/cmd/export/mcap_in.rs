@@ -41,8 +41,6 @@ const MESSAGE_HEADER: usize = 22;
 pub(crate) struct McapFrame<'a> {
     /// The frame's bytes, as recorded.
     pub(crate) data: &'a [u8],
-    /// MCAP log time (ns): `export` writes the header timestamp there.
-    pub(crate) log_time: u64,
     /// MCAP publish time (ns): when the recorder received the frame.
     pub(crate) publish_time: u64,
 }
@@ -233,10 +231,11 @@ impl Walk {
         if !self.channels.get(&channel).is_some_and(|c| c.frames) {
             return Ok(());
         }
+        // The publish time follows the channel id (2), the sequence (4)
+        // and the log time (8).
         let u64_at = |at: usize| u64::from_le_bytes(body[at..at + 8].try_into().expect("8 bytes"));
         each(McapFrame {
             data: &body[MESSAGE_HEADER..],
-            log_time: u64_at(6),
             publish_time: u64_at(14),
         })
         .map_err(ReadError::Each)?;
