@@ -15,8 +15,8 @@
 //!   `/source/<source>/type/<message_type>/json` whose messages are
 //!   [`mirror::message`](super::mirror::message) JSON (`message_encoding`
 //!   `json`, a `jsonschema` schema of the channel's first frame).
-//! - Chunks are zstd-compressed, closed by size (1 MiB uncompressed, the
-//!   crate's default) and by [`McapOut::flush`], which the export calls at
+//! - Chunks are zstd-compressed, closed by size (`--chunk-size`, 1 MiB
+//!   uncompressed by default) and by [`McapOut::flush`], which the export calls at
 //!   least once per `--flush-interval`: a file cut anywhere reads back
 //!   (`mcap_in`) up to its last whole chunk.
 //! - At most [`MAX_PAIRS`] (source, message_type) pairs get channels of
@@ -30,7 +30,10 @@ use mcap::records::{MessageHeader, Metadata};
 use mcap::{Compression, WriteOptions};
 use messageframe::FrameView;
 
-use super::mirror;
+use super::{mirror, ExportArgs};
+
+/// `--chunk-size` when not given (the `mcap` crate's default).
+pub(crate) const DEFAULT_CHUNK_SIZE: u64 = WriteOptions::DEFAULT_CHUNK_SIZE;
 
 /// (source, message_type) pairs with channels of their own.
 pub(crate) const MAX_PAIRS: usize = 8192;
@@ -72,9 +75,11 @@ impl<W: Write + Seek> McapOut<W> {
     /// Starts the file on `out`: the header, the `mframe` metadata and the
     /// frame schema. `seekable` is false for a pipe (wrapped in
     /// `mcap::write::NoSeek`).
-    pub(crate) fn new(out: W, seekable: bool, mirror: bool) -> Result<Self, String> {
+    pub(crate) fn new(out: W, seekable: bool, args: &ExportArgs) -> Result<Self, String> {
+        let mirror = args.mirror.is_some();
         let options = WriteOptions::new()
             .compression(Some(Compression::Zstd))
+            .chunk_size(Some(args.chunk_size))
             .library(format!("mframe {}", env!("CARGO_PKG_VERSION")))
             .disable_seeking(!seekable);
         let mut writer = options.create(out).map_err(error)?;

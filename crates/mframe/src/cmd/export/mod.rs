@@ -84,6 +84,12 @@ pub(crate) struct ExportArgs {
     /// most this much).
     #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration)]
     flush_interval: Duration,
+    /// MCAP: close a chunk once it holds this many bytes (uncompressed);
+    /// smaller chunks are recovered more finely from a damaged file, larger
+    /// ones compress better.
+    #[arg(long, value_name = "BYTES", default_value_t = mcap_out::DEFAULT_CHUNK_SIZE,
+          value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    chunk_size: u64,
     /// MCAP: add, per channel, a JSON channel of the same frames as
     /// {"header": {...}, "<device>": {"<param>": value}} objects, which
     /// Foxglove and PlotJuggler plot.
@@ -232,12 +238,12 @@ impl Out {
         Ok(match format {
             Format::Mcap if stdout => {
                 let out = mcap::write::NoSeek::new(BufWriter::with_capacity(BUFFER, io::stdout()));
-                Out::McapPipe(McapOut::new(out, false, args.mirror.is_some()).map_err(failed)?)
+                Out::McapPipe(McapOut::new(out, false, args).map_err(failed)?)
             }
             Format::Mcap => {
                 let file = File::create(path).map_err(|e| failed(e.to_string()))?;
                 let out = BufWriter::with_capacity(BUFFER, file);
-                Out::Mcap(McapOut::new(out, true, args.mirror.is_some()).map_err(failed)?)
+                Out::Mcap(McapOut::new(out, true, args).map_err(failed)?)
             }
             Format::Parquet => {
                 Out::Parquet(ParquetOut::new(writer()?, args.row_group_rows).map_err(failed)?)
@@ -490,6 +496,7 @@ impl Writer<'_> {
                     // Frames keep coming: the signal is looked at between
                     // them.
                     if shutdown.as_mut().now_or_never().is_some() {
+                        self.frame(&item)?;
                         self.drain(rx, args)?;
                         return Ok(Stop::Signal);
                     }

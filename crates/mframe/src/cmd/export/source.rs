@@ -200,7 +200,7 @@ impl Running {
     /// most.
     pub(crate) fn finish(self, rt: &Runtime) {
         if let Some(task) = self.cleanup {
-            let _ = rt.block_on(tokio::time::timeout(REPLAY_CLEANUP, task));
+            let _ = rt.block_on(async { tokio::time::timeout(REPLAY_CLEANUP, task).await });
         }
     }
 }
