@@ -218,7 +218,9 @@ fn json_f64(v: &Value) -> f64 {
         Value::String(s) if s == "NaN" => f64::NAN,
         Value::String(s) if s == "Infinity" => f64::INFINITY,
         Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
-        other => other.as_f64().unwrap_or_else(|| panic!("not a number: {other}")),
+        other => other
+            .as_f64()
+            .unwrap_or_else(|| panic!("not a number: {other}")),
     }
 }
 
@@ -246,9 +248,21 @@ fn every_format_written_from_a_file_keeps_the_frames() {
         );
     }
     // Frames are copied unchanged; an MCAP file gives them back unchanged.
-    assert_eq!(std::fs::read(path(&dir, "copy.mfb")).unwrap(), concat(&frames));
-    mframe(&["export", &path(&dir, "rec.mcap"), "-o", &path(&dir, "back.mfb")]).ok();
-    assert_eq!(std::fs::read(path(&dir, "back.mfb")).unwrap(), concat(&frames));
+    assert_eq!(
+        std::fs::read(path(&dir, "copy.mfb")).unwrap(),
+        concat(&frames)
+    );
+    mframe(&[
+        "export",
+        &path(&dir, "rec.mcap"),
+        "-o",
+        &path(&dir, "back.mfb"),
+    ])
+    .ok();
+    assert_eq!(
+        std::fs::read(path(&dir, "back.mfb")).unwrap(),
+        concat(&frames)
+    );
     // JSON Lines are dump's, byte for byte.
     let dump = mframe(&["dump", &input]).ok();
     assert_eq!(std::fs::read(path(&dir, "rec.jsonl")).unwrap(), dump.stdout);
@@ -265,14 +279,26 @@ fn every_format_written_from_a_file_keeps_the_frames() {
     .ok();
     assert_eq!(jsonl.stdout, with_data.stdout);
     // stdin, to stdout, with --format whatever the name says.
-    let piped = mframe_with_stdin(&["export", "-", "-o", "-", "--format", "mfb"], &concat(&frames)).ok();
+    let piped = mframe_with_stdin(
+        &["export", "-", "-o", "-", "--format", "mfb"],
+        &concat(&frames),
+    )
+    .ok();
     assert_eq!(piped.stdout, concat(&frames));
     // An MCAP file written to a pipe reads back the same.
     let mcap = mframe(&["export", &input, "-o", "-", "--format", "mcap"]).ok();
     let back = mframe_with_stdin(&["export", "-", "-o", "-", "--format", "mfb"], &mcap.stdout).ok();
     assert_eq!(back.stdout, concat(&frames));
     // The format comes from --format over the extension.
-    mframe(&["export", &input, "-o", &path(&dir, "odd.bin"), "--format", "mcap"]).ok();
+    mframe(&[
+        "export",
+        &input,
+        "-o",
+        &path(&dir, "odd.bin"),
+        "--format",
+        "mcap",
+    ])
+    .ok();
     assert_eq!(
         &std::fs::read(path(&dir, "odd.bin")).unwrap()[..8],
         b"\x89MCAP0\r\n"
@@ -300,7 +326,10 @@ fn pythons_mcap_reads_every_message_byte_for_byte_and_the_json_mirror() {
         .starts_with("mframe "));
     let meta = &read["metadata"]["mframe"];
     assert_eq!(meta["format"], "messageframe");
-    assert!(meta["wire_format"].as_str().unwrap().contains("[header, params, attachments]"));
+    assert!(meta["wire_format"]
+        .as_str()
+        .unwrap()
+        .contains("[header, params, attachments]"));
     assert_eq!(read["statistics"]["message_count"], 2 * frames.len());
 
     let channels = read["channels"].as_object().unwrap();
@@ -334,7 +363,10 @@ fn pythons_mcap_reads_every_message_byte_for_byte_and_the_json_mirror() {
             .unwrap();
         assert_eq!(frames_channel["message_encoding"], "msgpack");
         assert_eq!(frames_channel["metadata"]["source"], source.to_string());
-        assert_eq!(frames_channel["metadata"]["message_type"], message_type.to_string());
+        assert_eq!(
+            frames_channel["metadata"]["message_type"],
+            message_type.to_string()
+        );
         assert_eq!(frames_channel["schema_name"], "messageframe.Frame");
         assert_eq!(frames_channel["schema_encoding"], "mframe");
         let json_channel = channels
@@ -371,7 +403,10 @@ fn pythons_mcap_reads_every_message_byte_for_byte_and_the_json_mirror() {
             match value {
                 ValueRef::Int(i) => assert_eq!(got, i, "{device}/{param}"),
                 ValueRef::Double(d) if d.is_finite() => {
-                    assert!(same_double(got.as_f64().unwrap(), d), "{device}/{param}: {got}")
+                    assert!(
+                        same_double(got.as_f64().unwrap(), d),
+                        "{device}/{param}: {got}"
+                    )
                 }
                 ValueRef::Double(_) => assert!(got.is_null()),
                 ValueRef::String(s) => assert_eq!(got, s),
@@ -436,7 +471,11 @@ fn duckdb_finds_every_parameter_of_the_golden_frames_with_its_header() {
             .message_type(-7)
             .build(),
     );
-    extra.add("x", "unknown", ValueRef::Unknown(UnknownValue::new(77, &[0xc0]).unwrap()));
+    extra.add(
+        "x",
+        "unknown",
+        ValueRef::Unknown(UnknownValue::new(77, &[0xc0]).unwrap()),
+    );
     extra.add("x", "n", 1i64);
     extra.add("x", "n", 2i64);
     frames.push(extra.encode().unwrap());
@@ -458,7 +497,10 @@ fn duckdb_finds_every_parameter_of_the_golden_frames_with_its_header() {
                 p["device"].as_str().unwrap().to_owned(),
                 p["param"].as_str().unwrap().to_owned(),
             );
-            expected.insert(key, (p["type"].as_str().unwrap().to_owned(), p["value"].clone()));
+            expected.insert(
+                key,
+                (p["type"].as_str().unwrap().to_owned(), p["value"].clone()),
+            );
         }
         for row in mine {
             // Every row carries its frame's header.
@@ -468,7 +510,10 @@ fn duckdb_finds_every_parameter_of_the_golden_frames_with_its_header() {
             assert_eq!(row[3], h["msg_type"]);
             assert_eq!(row[4], h["msg_id"]);
             assert_eq!(row[5], h["msg_cnt"]);
-            let key = (row[6].as_str().unwrap().to_owned(), row[7].as_str().unwrap().to_owned());
+            let key = (
+                row[6].as_str().unwrap().to_owned(),
+                row[7].as_str().unwrap().to_owned(),
+            );
             let (kind, value) = row_value(row);
             let (want_kind, want) = expected
                 .remove(&key)
@@ -483,7 +528,11 @@ fn duckdb_finds_every_parameter_of_the_golden_frames_with_its_header() {
                 assert_eq!(value, want, "{key:?}");
             }
         }
-        assert!(expected.is_empty(), "{}: missing {expected:?}", json["name"]);
+        assert!(
+            expected.is_empty(),
+            "{}: missing {expected:?}",
+            json["name"]
+        );
     }
     // Ours: the unknown value has a row with no value, both occurrences of
     // the repeated key are rows.
@@ -509,8 +558,16 @@ fn duckdb_finds_every_parameter_of_the_golden_frames_with_its_header() {
         ("message_type", "int32", false),
         ("message_id", "int32", false),
         ("counter", "uint64", false),
-        ("device", "dictionary<values=string, indices=int32, ordered=0>", false),
-        ("param", "dictionary<values=string, indices=int32, ordered=0>", false),
+        (
+            "device",
+            "dictionary<values=string, indices=int32, ordered=0>",
+            false,
+        ),
+        (
+            "param",
+            "dictionary<values=string, indices=int32, ordered=0>",
+            false,
+        ),
         ("type", "string", false),
         ("value_i64", "int64", true),
         ("value_f64", "double", true),
@@ -521,7 +578,10 @@ fn duckdb_finds_every_parameter_of_the_golden_frames_with_its_header() {
     for (name, kind, nullable) in expected {
         assert_eq!(fields[name], serde_json::json!([kind, nullable]), "{name}");
     }
-    assert!(schema["metadata"]["mframe"].as_str().unwrap().contains("long table"));
+    assert!(schema["metadata"]["mframe"]
+        .as_str()
+        .unwrap()
+        .contains("long table"));
 }
 
 #[test]
@@ -542,10 +602,9 @@ fn row_groups_are_bounded_by_row_group_rows() {
 /// The Python one-liners of docs/export.md, by name (the block after each
 /// `<!-- pivot: NAME -->` marker).
 fn doc_pivots() -> BTreeMap<String, String> {
-    let doc = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/export.md"),
-    )
-    .unwrap();
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/export.md"))
+            .unwrap();
     let mut out = BTreeMap::new();
     for piece in doc.split("<!-- pivot: ").skip(1) {
         let name = piece.split(' ').next().unwrap().to_owned();
@@ -627,7 +686,13 @@ fn attachments_go_to_files_with_an_index() {
         .unwrap()
         .0;
     let mut frames = vec![sdr.clone()];
-    let mut f = Frame::new(Header::builder().timestamp(1_700_000_000_500).counter(3).source(4).build());
+    let mut f = Frame::new(
+        Header::builder()
+            .timestamp(1_700_000_000_500)
+            .counter(3)
+            .source(4)
+            .build(),
+    );
     f.add("d", "p", 1i64);
     f.add_attachment("../../escape", vec![1u8, 2, 3]);
     f.add_attachment("", vec![]);
@@ -653,14 +718,24 @@ fn attachments_go_to_files_with_an_index() {
         &["index", files.join("index.parquet").to_str().unwrap()],
         b"",
     );
-    let rows: Vec<Value> = index.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows: Vec<Value> = index
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let view = Decoder::new().view(&sdr).unwrap();
     let (name, data) = view.attachments().next().unwrap();
     let h = view.header();
     let first = format!("{}-{}-{name}", h.source(), h.counter());
     assert_eq!(
         rows[0],
-        serde_json::json!([h.timestamp(), h.source(), h.counter(), name, data.len(), first])
+        serde_json::json!([
+            h.timestamp(),
+            h.source(),
+            h.counter(),
+            name,
+            data.len(),
+            first
+        ])
     );
     assert_eq!(std::fs::read(files.join(&first)).unwrap(), data);
     let expected = [
@@ -685,7 +760,9 @@ fn attachments_go_to_files_with_an_index() {
 
 /// Frames and their MCAP recording with small chunks.
 fn small_chunks(dir: &Path) -> (Vec<Vec<u8>>, Vec<u8>) {
-    let frames: Vec<Vec<u8>> = (0..1200).map(|i| telemetry(i, 1 + (i % 3) as u32, 1, 24)).collect();
+    let frames: Vec<Vec<u8>> = (0..1200)
+        .map(|i| telemetry(i, 1 + (i % 3) as u32, 1, 24))
+        .collect();
     let input = path(dir, "in.mfb");
     std::fs::write(&input, concat(&frames)).unwrap();
     let out = path(dir, "rec.mcap");
@@ -761,7 +838,10 @@ fn a_file_cut_at_every_997th_byte_gives_back_every_whole_chunk() {
             .parse()
             .unwrap();
         assert!(at <= cut, "{line}");
-        assert!(line.contains(&format!(" of {cut}, then stopped: ")), "{line}");
+        assert!(
+            line.contains(&format!(" of {cut}, then stopped: ")),
+            "{line}"
+        );
         assert!(line.contains(&format!("; {whole} frames in ")), "{line}");
         checked += 1;
         cut += 997;
@@ -793,14 +873,16 @@ fn a_damaged_chunk_stops_the_reading_there_and_nothing_of_it_is_used() {
     let out = path(&dir, "ok.mcap");
     let run = mframe(&["export", &damaged, "-o", &out]).ok();
     assert!(
-        run.stderr.contains(&format!(
-            "read up to byte {}",
-            third.chunk_start_offset
-        )),
+        run.stderr
+            .contains(&format!("read up to byte {}", third.chunk_start_offset)),
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("the chunk record at byte"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the chunk record at byte"),
+        "{}",
+        run.stderr
+    );
     // The recovered file is whole: Python's mcap reads it, summary and all.
     let read = read_mcap(&out);
     let data: Vec<String> = read["messages"]
@@ -838,13 +920,27 @@ fn damaged_frames_are_skipped_and_a_cut_frame_file_ends_the_reading() {
         run.stderr
     );
     assert!(run.stderr.contains("(skipped)"), "{}", run.stderr);
-    assert!(run.stderr.contains(", 1 malformed frames skipped"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(", 1 malformed frames skipped"),
+        "{}",
+        run.stderr
+    );
 
     // A file cut inside its last frame: the whole ones, and where it stopped.
     bytes.extend_from_slice(&good[2][..good[2].len() / 2]);
     std::fs::write(path(&dir, "cut.mfb"), &bytes).unwrap();
-    let run = mframe(&["export", &path(&dir, "cut.mfb"), "-o", &path(&dir, "b.mcap")]).ok();
-    assert!(run.stderr.contains("frame 3 (starts at byte"), "{}", run.stderr);
+    let run = mframe(&[
+        "export",
+        &path(&dir, "cut.mfb"),
+        "-o",
+        &path(&dir, "b.mcap"),
+    ])
+    .ok();
+    assert!(
+        run.stderr.contains("frame 3 (starts at byte"),
+        "{}",
+        run.stderr
+    );
     assert!(
         run.stderr.contains("the rest of the input is not read"),
         "{}",
@@ -858,7 +954,12 @@ fn damaged_frames_are_skipped_and_a_cut_frame_file_ends_the_reading() {
 
     // Nothing at all: bad input (exit 1), the output still a whole file.
     std::fs::write(path(&dir, "empty.mfb"), b"").unwrap();
-    let run = mframe(&["export", &path(&dir, "empty.mfb"), "-o", &path(&dir, "e.parquet")]);
+    let run = mframe(&[
+        "export",
+        &path(&dir, "empty.mfb"),
+        "-o",
+        &path(&dir, "e.parquet"),
+    ]);
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("input is empty"), "{}", run.stderr);
     assert!(duckdb_rows(&path(&dir, "e.parquet")).is_empty());
@@ -872,12 +973,37 @@ fn bad_usage_is_exit_2_with_a_clear_message() {
     let input = path(&dir, "in.mfb");
     std::fs::write(&input, telemetry(0, 1, 1, 2)).unwrap();
     let cases: [(&[&str], &str); 6] = [
-        (&["export", &input, "-o", "x.csv"], "cannot tell the format of `x.csv`"),
-        (&["export", &input, "-o", "x.parquet", "--mirror", "json"], "--mirror is for MCAP output"),
-        (&["export", &input, "-o", "x.mcap", "--with-data"], "--with-data is for JSON Lines"),
-        (&["export", &input, "-o", "x.mcap", "--stream", "S"], "--stream needs a NATS server"),
-        (&["export", &input, "-o", "x.mcap", "--flush-interval", "0"], "is not a duration"),
-        (&["export", &input, "-o", "x.parquet", "--row-group-rows", "10"], "is not a number of rows"),
+        (
+            &["export", &input, "-o", "x.csv"],
+            "cannot tell the format of `x.csv`",
+        ),
+        (
+            &["export", &input, "-o", "x.parquet", "--mirror", "json"],
+            "--mirror is for MCAP output",
+        ),
+        (
+            &["export", &input, "-o", "x.mcap", "--with-data"],
+            "--with-data is for JSON Lines",
+        ),
+        (
+            &["export", &input, "-o", "x.mcap", "--stream", "S"],
+            "--stream needs a NATS server",
+        ),
+        (
+            &["export", &input, "-o", "x.mcap", "--flush-interval", "0"],
+            "is not a duration",
+        ),
+        (
+            &[
+                "export",
+                &input,
+                "-o",
+                "x.parquet",
+                "--row-group-rows",
+                "10",
+            ],
+            "is not a number of rows",
+        ),
     ];
     for (args, message) in cases {
         let run = mframe(args);
@@ -954,7 +1080,8 @@ fn sigterm_and_ctrl_c_finish_the_file_with_every_frame_received() {
         assert!(recorder.wait().success(), "{}", recorder.stderr_text());
         let log = recorder.stderr_text();
         assert!(
-            log.contains("exported 200 frames (1600 parameters)") && log.contains("(stopped by a signal)"),
+            log.contains("exported 200 frames (1600 parameters)")
+                && log.contains("(stopped by a signal)"),
             "{log}"
         );
         // No progress line: stderr is not a terminal.
@@ -1006,7 +1133,10 @@ fn the_progress_line_is_shown_only_on_a_terminal() {
         "{screen}"
     );
     // Cleared before the summary.
-    assert!(screen.contains("\r\x1b[Kmframe: export: exported 0 frames"), "{screen:?}");
+    assert!(
+        screen.contains("\r\x1b[Kmframe: export: exported 0 frames"),
+        "{screen:?}"
+    );
 }
 
 #[test]
@@ -1017,7 +1147,11 @@ fn nats_subscriptions_and_jetstream_replays_are_exported() {
     let url = server.url();
     let mine: Vec<Vec<u8>> = (0..20).map(|i| telemetry(i, 5, 1, 6)).collect();
     let others: Vec<Vec<u8>> = (0..20).map(|i| telemetry(i, 6, 1, 6)).collect();
-    let mixed: Vec<Vec<u8>> = mine.iter().zip(&others).flat_map(|(a, b)| [a.clone(), b.clone()]).collect();
+    let mixed: Vec<Vec<u8>> = mine
+        .iter()
+        .zip(&others)
+        .flat_map(|(a, b)| [a.clone(), b.clone()])
+        .collect();
     let input = path(&dir, "mixed.mfb");
     std::fs::write(&input, concat(&mixed)).unwrap();
 
@@ -1048,6 +1182,9 @@ fn nats_subscriptions_and_jetstream_replays_are_exported() {
         assert_eq!(m["data"].as_str().unwrap(), hex(bytes));
         // publish_time: when the server stored it.
         let stored = m["publish_time"].as_u64().unwrap();
-        assert!(stored + 1_000_000_000 >= published && stored <= now_ns(), "{stored}");
+        assert!(
+            stored + 1_000_000_000 >= published && stored <= now_ns(),
+            "{stored}"
+        );
     }
 }

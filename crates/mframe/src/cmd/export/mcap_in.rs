@@ -110,8 +110,13 @@ pub(crate) fn read<E>(
         return Ok(walk.stop(0, "the input does not start with the MCAP magic".into()));
     }
     let mut offset = MAGIC.len() as u64;
+    // The data section's CRC (the data end record holds it) covers what
+    // the chunks' CRCs do not: the records between them.
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&magic);
     let mut body = Vec::new();
     let mut chunk = Vec::new();
+    let mut zstd = Zstd::new().map_err(ReadError::Io)?;
     loop {
         let mut head = [0u8; 9];
         let n = read_full(source, &mut head).map_err(ReadError::Io)?;
@@ -160,9 +165,14 @@ pub(crate) fn read<E>(
             ));
         }
         let damaged = |e: Damage| format!("the {what} record at byte {offset} is damaged: {e}");
+        if opcode == op::DATA_END {
+            return Ok(walk.data_end(offset, &body, crc.finalize()));
+        }
+        crc.update(&head);
+        crc.update(&body);
         match opcode {
             op::CHUNK => {
-                let items = match unpack_chunk(&body, &mut chunk, &walk.channels) {
+                let items = match unpack_chunk(&body, &mut chunk, &mut zstd, &walk.channels) {
                     Ok(items) => items,
                     Err(e) => return Ok(walk.stop(offset, damaged(e))),
                 };
@@ -191,10 +201,17 @@ pub(crate) fn read<E>(
                 };
                 walk.message(channel, &body, &mut each)?;
             }
-            // The data section is over: what follows (the summary) only
-            // indexes it.
-            op::DATA_END | op::FOOTER => return Ok(walk.end),
-            _ => {}
+            // A footer without a data end record: nothing to check.
+            op::FOOTER => return Ok(walk.end),
+            // Records the frames do not need (private ones from 0x80 on).
+            op::HEADER..=op::DATA_END | 0x80.. => {}
+            // No such record: a damaged opcode, maybe a chunk's.
+            _ => {
+                return Ok(walk.stop(
+                    offset,
+                    format!("the record at byte {offset} has opcode {opcode:#04x}, which MCAP does not define: the file is damaged there"),
+                ))
+            }
         }
         offset += 9 + len;
     }
@@ -215,6 +232,25 @@ struct Walk {
 }
 
 impl Walk {
+    /// The data end record at `offset`: the end of the data, whole if its
+    /// CRC (when written) is that of what was read.
+    fn data_end(self, offset: u64, body: &[u8], read: u32) -> McapEnd {
+        let saved = body
+            .get(..4)
+            .map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+        if saved == 0 || saved == read {
+            return self.end;
+        }
+        self.stop(
+            offset,
+            format!(
+                "the data section's CRC is {read:#010x}, its data end record at byte {offset} \
+                 says {saved:#010x}: a record outside the chunks is damaged (the frames of the \
+                 whole chunks before it were read)"
+            ),
+        )
+    }
+
     fn stop(mut self, at: u64, reason: String) -> McapEnd {
         self.end.stopped = Some(Stopped { at, reason });
         self.end
@@ -297,6 +333,7 @@ fn message_channel(body: &[u8], defined: impl Fn(u16) -> bool) -> Result<u16, Da
 fn unpack_chunk(
     body: &[u8],
     out: &mut Vec<u8>,
+    zstd: &mut Zstd,
     known: &HashMap<u16, Channel>,
 ) -> Result<Vec<Item>, Damage> {
     let (header, data) = match mcap::parse_record(op::CHUNK, body) {
@@ -314,12 +351,7 @@ fn unpack_chunk(
     out.clear();
     match header.compression.as_str() {
         "" => out.extend_from_slice(&data),
-        "zstd" => {
-            out.reserve(size);
-            // Exactly `size` bytes are made room for: more is an error.
-            zstd::stream::copy_decode(&data[..], LimitedWriter { out, room: size })
-                .map_err(|e| format!("its zstd data does not decompress: {e}"))?;
-        }
+        "zstd" => zstd.decode(&data, size, out)?,
         other => {
             return Err(format!(
                 "its compression `{other}` is not supported here (mframe writes zstd)"
@@ -385,28 +417,48 @@ fn unpack_chunk(
     Ok(items)
 }
 
-/// A writer that takes at most `room` bytes (a decompressed chunk is
-/// exactly the size its header gives: more is damage, not a reason to
-/// grow).
-struct LimitedWriter<'a> {
-    out: &'a mut Vec<u8>,
-    room: usize,
+/// A zstd decoder kept from chunk to chunk (a context is large to set up),
+/// and the piece of output it decodes into.
+struct Zstd {
+    decoder: zstd::stream::raw::Decoder<'static>,
+    scratch: Vec<u8>,
 }
 
-impl io::Write for LimitedWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if buf.len() > self.room {
-            return Err(io::Error::other(
-                "it decompresses to more bytes than its header says",
-            ));
-        }
-        self.out.extend_from_slice(buf);
-        self.room -= buf.len();
-        Ok(buf.len())
+impl Zstd {
+    fn new() -> io::Result<Zstd> {
+        Ok(Zstd {
+            decoder: zstd::stream::raw::Decoder::new()?,
+            scratch: vec![0; 64 << 10],
+        })
     }
 
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+    /// Decodes `data` into `out`, which must come to exactly `size` bytes
+    /// (more is damage: `out` never grows past it).
+    fn decode(&mut self, data: &[u8], size: usize, out: &mut Vec<u8>) -> Result<(), Damage> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        let failed = |e: io::Error| format!("its zstd data does not decompress: {e}");
+        self.decoder.reinit().map_err(failed)?;
+        let mut input = InBuffer::around(data);
+        loop {
+            let mut output = OutBuffer::around(&mut self.scratch[..]);
+            let hint = self.decoder.run(&mut input, &mut output).map_err(failed)?;
+            let produced = output.pos();
+            if out.len() + produced > size {
+                return Err(format!(
+                    "it decompresses to more than the {size} bytes its header says"
+                ));
+            }
+            out.extend_from_slice(&self.scratch[..produced]);
+            if input.pos() == data.len() {
+                // 0: the last frame is whole and flushed.
+                if hint == 0 {
+                    return Ok(());
+                }
+                if produced == 0 {
+                    return Err("its zstd data ends inside a frame".into());
+                }
+            }
+        }
     }
 }
 
@@ -429,5 +481,175 @@ fn record_name(opcode: u8) -> &'static str {
         op::SUMMARY_OFFSET => "summary offset",
         op::DATA_END => "data end",
         _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use messageframe::{Decoder, Frame, Header};
+
+    use super::super::mcap_out::McapOut;
+    use super::*;
+
+    /// Frames of a few parameters, from three sources.
+    fn frames(n: u64) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let mut f = Frame::new(
+                    Header::builder()
+                        .timestamp(1_700_000_000_000 + i)
+                        .counter(i)
+                        .source((i % 3) as u32)
+                        .build(),
+                );
+                f.add("dev", "i", i as i64);
+                f.add("dev", "x", i as f64 / 7.0);
+                f.add("dev", "s", format!("value {i}").as_str());
+                f.encode().unwrap()
+            })
+            .collect()
+    }
+
+    /// The frames recorded as `export` does, with small chunks and the
+    /// JSON mirror.
+    fn recording(frames: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = McapOut::new(Cursor::new(Vec::new()), true, true, 1024).unwrap();
+        let decoder = Decoder::new();
+        for (i, f) in frames.iter().enumerate() {
+            out.write(&decoder.view(f).unwrap(), 1_000 + i as u64)
+                .unwrap();
+        }
+        out.finish().unwrap().into_inner()
+    }
+
+    fn read_all(bytes: &[u8]) -> (Vec<(Vec<u8>, u64)>, McapEnd) {
+        let mut got = Vec::new();
+        let end = read(&mut &bytes[..], |f| {
+            got.push((f.data.to_vec(), f.publish_time));
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        (got, end)
+    }
+
+    #[test]
+    fn a_whole_file_gives_every_frame_and_its_publish_time() {
+        let frames = frames(100);
+        let file = recording(&frames);
+        let (got, end) = read_all(&file);
+        assert_eq!(end.stopped, None);
+        assert!(end.chunks > 3, "{} chunks", end.chunks);
+        assert_eq!(got.len(), frames.len());
+        for (i, ((data, publish), frame)) in got.iter().zip(&frames).enumerate() {
+            assert_eq!(data, frame);
+            assert_eq!(*publish, 1_000 + i as u64);
+        }
+    }
+
+    #[test]
+    fn every_prefix_gives_the_frames_of_its_whole_chunks_and_says_where_it_stopped() {
+        let frames = frames(40);
+        let file = recording(&frames);
+        let summary = mcap::Summary::read(&file).unwrap().unwrap();
+        let data_end = mcap::read::footer(&file).unwrap().summary_start as usize;
+        let mut ends = Vec::new();
+        let mut total = 0;
+        for index in &summary.chunk_indexes {
+            total += summary
+                .stream_chunk(&file, index)
+                .unwrap()
+                .filter(|m| m.as_ref().unwrap().channel.message_encoding == "msgpack")
+                .count();
+            ends.push((
+                (index.chunk_start_offset + index.chunk_length) as usize,
+                total,
+            ));
+        }
+        assert!(ends.len() > 3, "{} chunks", ends.len());
+        for len in 0..file.len() {
+            let (got, end) = read_all(&file[..len]);
+            let whole = ends
+                .iter()
+                .rev()
+                .find(|(e, _)| *e <= len)
+                .map_or(0, |(_, n)| *n);
+            assert_eq!(got.len(), whole, "cut at {len}");
+            for (g, f) in got.iter().zip(&frames) {
+                assert_eq!(&g.0, f);
+            }
+            if len < data_end {
+                let stopped = end.stopped.expect("a stop");
+                assert!(stopped.at <= len as u64, "{len}: {stopped:?}");
+            } else {
+                assert_eq!(end.stopped, None);
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_files_never_panic_and_give_only_frames_as_written() {
+        let frames = frames(60);
+        let file = recording(&frames);
+        // What is read are frames as written, in their order, with their
+        // publish time. A damaged chunk is never read; a damaged record
+        // outside the chunks may hide one (a chunk's opcode turned into
+        // that of a record the frames do not need), which the data
+        // section's CRC then reports.
+        let check = |damaged: &[u8]| {
+            let (got, end) = read_all(damaged);
+            let mut written = frames.iter().enumerate();
+            let mut skipped = false;
+            for (position, (data, publish)) in got.iter().enumerate() {
+                let (i, _) = written
+                    .by_ref()
+                    .find(|(_, f)| *f == data)
+                    .expect("a frame that was not written, or out of order");
+                assert_eq!(*publish, 1_000 + i as u64);
+                skipped |= i != position;
+            }
+            if skipped {
+                assert!(end.stopped.is_some(), "frames left out without a word");
+            }
+        };
+        // Every byte of the data section with a bit flipped, one at a time;
+        // every third byte set to 0xff.
+        let data_end = mcap::read::footer(&file).unwrap().summary_start as usize;
+        for at in 0..data_end {
+            let mut damaged = file.clone();
+            damaged[at] ^= 0x01;
+            check(&damaged);
+            if at % 3 == 0 {
+                damaged[at] = 0xff;
+                check(&damaged);
+            }
+        }
+        // Record lengths that claim too much, anywhere.
+        for at in (8..data_end).step_by(7) {
+            let mut damaged = file.clone();
+            damaged[at + 1..at + 9].copy_from_slice(&u64::MAX.to_le_bytes());
+            check(&damaged);
+        }
+        // Garbage after the magic.
+        let mut garbage = MAGIC.to_vec();
+        let mut x = 0x1234_5678u32;
+        for _ in 0..4096 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            garbage.push(x as u8);
+        }
+        check(&garbage);
+    }
+
+    #[test]
+    fn not_an_mcap_file_is_said_so() {
+        let (got, end) = read_all(b"\x93\x98\x00");
+        assert!(got.is_empty());
+        assert_eq!(
+            end.stopped.unwrap().reason,
+            "the input does not start with the MCAP magic"
+        );
     }
 }

@@ -30,7 +30,7 @@ use mcap::records::{MessageHeader, Metadata};
 use mcap::{Compression, WriteOptions};
 use messageframe::FrameView;
 
-use super::{mirror, ExportArgs};
+use super::mirror;
 
 /// `--chunk-size` when not given (the `mcap` crate's default).
 pub(crate) const DEFAULT_CHUNK_SIZE: u64 = WriteOptions::DEFAULT_CHUNK_SIZE;
@@ -74,12 +74,16 @@ pub(crate) fn error(e: mcap::McapError) -> String {
 impl<W: Write + Seek> McapOut<W> {
     /// Starts the file on `out`: the header, the `mframe` metadata and the
     /// frame schema. `seekable` is false for a pipe (wrapped in
-    /// `mcap::write::NoSeek`).
-    pub(crate) fn new(out: W, seekable: bool, args: &ExportArgs) -> Result<Self, String> {
-        let mirror = args.mirror.is_some();
+    /// `mcap::write::NoSeek`); `mirror`: `--mirror json`.
+    pub(crate) fn new(
+        out: W,
+        seekable: bool,
+        mirror: bool,
+        chunk_size: u64,
+    ) -> Result<Self, String> {
         let options = WriteOptions::new()
             .compression(Some(Compression::Zstd))
-            .chunk_size(Some(args.chunk_size))
+            .chunk_size(Some(chunk_size))
             .library(format!("mframe {}", env!("CARGO_PKG_VERSION")))
             .disable_seeking(!seekable);
         let mut writer = options.create(out).map_err(error)?;

@@ -238,12 +238,14 @@ impl Out {
         Ok(match format {
             Format::Mcap if stdout => {
                 let out = mcap::write::NoSeek::new(BufWriter::with_capacity(BUFFER, io::stdout()));
-                Out::McapPipe(McapOut::new(out, false, args).map_err(failed)?)
+                let mirror = args.mirror.is_some();
+                Out::McapPipe(McapOut::new(out, false, mirror, args.chunk_size).map_err(failed)?)
             }
             Format::Mcap => {
                 let file = File::create(path).map_err(|e| failed(e.to_string()))?;
                 let out = BufWriter::with_capacity(BUFFER, file);
-                Out::Mcap(McapOut::new(out, true, args).map_err(failed)?)
+                let mirror = args.mirror.is_some();
+                Out::Mcap(McapOut::new(out, true, mirror, args.chunk_size).map_err(failed)?)
             }
             Format::Parquet => {
                 Out::Parquet(ParquetOut::new(writer()?, args.row_group_rows).map_err(failed)?)
