@@ -28,9 +28,14 @@ use std::io::{Seek, Write};
 
 use mcap::records::{MessageHeader, Metadata};
 use mcap::{Compression, WriteOptions};
-use messageframe::FrameView;
+use messageframe::{FrameView, Header};
 
 use super::mirror;
+
+/// The zstd level of the chunks: 1, the fastest of zstd's own levels.
+/// Level 3 (the crate's default) made the files about 10 % smaller and the
+/// export about twice as slow (docs/performance.md, section 13).
+const ZSTD_LEVEL: u32 = 1;
 
 /// `--chunk-size` when not given (the `mcap` crate's default).
 pub(crate) const DEFAULT_CHUNK_SIZE: u64 = WriteOptions::DEFAULT_CHUNK_SIZE;
@@ -83,6 +88,7 @@ impl<W: Write + Seek> McapOut<W> {
     ) -> Result<Self, String> {
         let options = WriteOptions::new()
             .compression(Some(Compression::Zstd))
+            .compression_level(ZSTD_LEVEL)
             .chunk_size(Some(chunk_size))
             .library(format!("mframe {}", env!("CARGO_PKG_VERSION")))
             .disable_seeking(!seekable);
@@ -102,11 +108,22 @@ impl<W: Write + Seek> McapOut<W> {
         })
     }
 
-    /// Writes one frame (`view` is `bytes`, read), received at
-    /// `received_ns`.
-    pub(crate) fn write(&mut self, view: &FrameView<'_>, received_ns: u64) -> Result<(), String> {
-        let header = view.header();
-        let channels = self.channels_of(view)?;
+    /// Whether [`write`](Self::write) needs the frame read (for the JSON
+    /// mirror), not only its header.
+    pub(crate) fn needs_view(&self) -> bool {
+        self.mirror
+    }
+
+    /// Writes one frame, valid, with its header (and, with the mirror, the
+    /// frame read), received at `received_ns`.
+    pub(crate) fn write(
+        &mut self,
+        header: &Header,
+        bytes: &[u8],
+        view: Option<&FrameView<'_>>,
+        received_ns: u64,
+    ) -> Result<(), String> {
+        let channels = self.channels_of(header, view)?;
         let message = MessageHeader {
             channel_id: channels.frames,
             // The counter is the publisher's; MCAP's field is 32 bits.
@@ -115,9 +132,9 @@ impl<W: Write + Seek> McapOut<W> {
             publish_time: received_ns,
         };
         self.writer
-            .write_to_known_channel(&message, view.as_bytes())
+            .write_to_known_channel(&message, bytes)
             .map_err(error)?;
-        if let Some(json) = channels.json {
+        if let (Some(json), Some(view)) = (channels.json, view) {
             mirror::message(&mut self.json, view);
             let message = MessageHeader {
                 channel_id: json,
@@ -133,8 +150,11 @@ impl<W: Write + Seek> McapOut<W> {
 
     /// The channels of the frame's (source, message_type), created on
     /// first use.
-    fn channels_of(&mut self, view: &FrameView<'_>) -> Result<Channels, String> {
-        let header = view.header();
+    fn channels_of(
+        &mut self,
+        header: &Header,
+        view: Option<&FrameView<'_>>,
+    ) -> Result<Channels, String> {
         let key = (header.source(), header.message_type());
         if let Some(c) = self.channels.get(&key) {
             return Ok(*c);
@@ -157,7 +177,7 @@ impl<W: Write + Seek> McapOut<W> {
         &mut self,
         topic: &str,
         pair: Option<(u32, i32)>,
-        first: &FrameView<'_>,
+        first: Option<&FrameView<'_>>,
     ) -> Result<Channels, String> {
         let mut metadata = BTreeMap::new();
         let (source, message_type) = match pair {
@@ -174,7 +194,7 @@ impl<W: Write + Seek> McapOut<W> {
             .writer
             .add_channel(self.frame_schema, topic, "msgpack", &metadata)
             .map_err(error)?;
-        let json = if self.mirror {
+        let json = if let (true, Some(first)) = (self.mirror, first) {
             let json_topic = format!("{topic}/json");
             let name = format!("mframe{}", topic.replace('/', "."));
             let schema = mirror::schema(first, &name);

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use futures_util::FutureExt;
-use messageframe::Decoder;
+use messageframe::{Decoder, FrameView};
 use messageframe_nats::Filter;
 use tokio::sync::mpsc::error::TryRecvError;
 
@@ -47,7 +47,7 @@ use crate::failure::{empty_input, status, Failure};
 use attachments::Attachments;
 use mcap_out::McapOut;
 use parquet_out::ParquetOut;
-use source::{Ended, Incoming, Queue};
+use source::{Batch, Ended, Incoming, Queue};
 
 #[derive(Args, Debug)]
 pub(crate) struct ExportArgs {
@@ -260,26 +260,47 @@ impl Out {
         })
     }
 
+    /// Whether [`write`](Self::write) needs the frame read, not only its
+    /// header.
+    fn needs_view(&self) -> bool {
+        match self {
+            Out::Mcap(m) => m.needs_view(),
+            Out::McapPipe(m) => m.needs_view(),
+            Out::Parquet(_) | Out::Jsonl { .. } => true,
+            Out::Mfb(_) => false,
+        }
+    }
+
+    /// Writes one valid frame: its header, its bytes, and the frame read
+    /// when [`needs_view`](Self::needs_view).
     fn write(
         &mut self,
-        view: &messageframe::FrameView<'_>,
+        header: &messageframe::Header,
+        bytes: &[u8],
+        view: Option<&FrameView<'_>>,
         received_ns: u64,
     ) -> Result<(), String> {
-        match self {
-            Out::Mcap(m) => m.write(view, received_ns),
-            Out::McapPipe(m) => m.write(view, received_ns),
-            Out::Parquet(p) => p.write(view),
-            Out::Jsonl {
-                out,
-                style,
-                line,
-                index,
-            } => {
+        match (self, view) {
+            (Out::Mcap(m), view) => m.write(header, bytes, view, received_ns),
+            (Out::McapPipe(m), view) => m.write(header, bytes, view, received_ns),
+            (Out::Parquet(p), Some(view)) => p.write(view),
+            (
+                Out::Jsonl {
+                    out,
+                    style,
+                    line,
+                    index,
+                },
+                Some(view),
+            ) => {
                 style.format(line, *index, view);
                 *index += 1;
                 out.write_all(line).map_err(|e| e.to_string())
             }
-            Out::Mfb(out) => out.write_all(view.as_bytes()).map_err(|e| e.to_string()),
+            (Out::Mfb(out), _) => out.write_all(bytes).map_err(|e| e.to_string()),
+            (Out::Parquet(_) | Out::Jsonl { .. }, None) => {
+                Err("internal: a frame to write was not read".to_owned())
+            }
         }
     }
 
@@ -380,7 +401,17 @@ pub(crate) fn run(args: &ExportArgs) -> Result<(), Failure> {
     let rt = super::runtime()?;
     let (queue, mut rx) = Queue::new();
     let outcome = Arc::new(Mutex::new(None));
-    let running = source::start(origin, args, &rt, queue, outcome.clone())?;
+    let running = match source::start(origin, args, &rt, queue, outcome.clone()) {
+        Ok(running) => running,
+        Err(failure) => {
+            // An empty file, but a whole one.
+            let _ = out.finish();
+            if let Some(a) = attachments {
+                let _ = a.finish();
+            }
+            return Err(failure);
+        }
+    };
     let mut writer = Writer {
         out: &mut out,
         attachments: attachments.as_mut(),
@@ -456,7 +487,7 @@ struct Writer<'a> {
 
 /// What the writer waits for when the queue is empty.
 enum Wake {
-    Item(Option<Incoming>),
+    Item(Option<Batch>),
     Signal,
     Tick,
 }
@@ -467,7 +498,7 @@ impl Writer<'_> {
     fn record(
         &mut self,
         rt: &tokio::runtime::Runtime,
-        rx: &mut tokio::sync::mpsc::Receiver<Incoming>,
+        rx: &mut tokio::sync::mpsc::Receiver<Batch>,
         args: &ExportArgs,
     ) -> Result<Stop, Failure> {
         let _runtime = rt.enter();
@@ -490,19 +521,17 @@ impl Writer<'_> {
                 return Ok(Stop::Duration);
             }
             self.progress.tick(now, &self.tally);
-            if args.count.is_some_and(|n| self.tally.frames >= n) {
-                return Ok(Stop::Count);
-            }
-            let item = match rx.try_recv() {
-                Ok(item) => {
+            let batch = match rx.try_recv() {
+                Ok(batch) => {
                     // Frames keep coming: the signal is looked at between
-                    // them.
+                    // batches.
                     if shutdown.as_mut().now_or_never().is_some() {
-                        self.frame(&item)?;
-                        self.drain(rx, args)?;
+                        if self.batch(&batch, args)? {
+                            self.drain(rx, args)?;
+                        }
                         return Ok(Stop::Signal);
                     }
-                    item
+                    batch
                 }
                 Err(TryRecvError::Disconnected) => return Ok(Stop::SourceEnded),
                 Err(TryRecvError::Empty) => {
@@ -520,7 +549,7 @@ impl Writer<'_> {
                         }
                     });
                     match wake {
-                        Wake::Item(Some(item)) => item,
+                        Wake::Item(Some(batch)) => batch,
                         Wake::Item(None) => return Ok(Stop::SourceEnded),
                         Wake::Signal => {
                             self.drain(rx, args)?;
@@ -530,53 +559,77 @@ impl Writer<'_> {
                     }
                 }
             };
-            if self.frame(&item)? && flush_due.is_none() {
+            let written = self.tally.frames;
+            if !self.batch(&batch, args)? {
+                return Ok(Stop::Count);
+            }
+            if self.tally.frames > written && flush_due.is_none() {
                 flush_due = Some(Instant::now() + args.flush_interval);
             }
         }
+    }
+
+    /// Writes the frames of a batch, up to `--count`; false once the count
+    /// is reached.
+    fn batch(&mut self, batch: &Batch, args: &ExportArgs) -> Result<bool, Failure> {
+        for frame in &batch.frames {
+            if args.count.is_some_and(|n| self.tally.frames >= n) {
+                return Ok(false);
+            }
+            self.frame(frame)?;
+        }
+        Ok(!args.count.is_some_and(|n| self.tally.frames >= n))
     }
 
     /// After a signal: the frames already queued are written too (they
     /// were received).
     fn drain(
         &mut self,
-        rx: &mut tokio::sync::mpsc::Receiver<Incoming>,
+        rx: &mut tokio::sync::mpsc::Receiver<Batch>,
         args: &ExportArgs,
     ) -> Result<(), Failure> {
-        while let Ok(item) = rx.try_recv() {
-            if args.count.is_some_and(|n| self.tally.frames >= n) {
+        while let Ok(batch) = rx.try_recv() {
+            if !self.batch(&batch, args)? {
                 break;
             }
-            self.frame(&item)?;
         }
         Ok(())
     }
 
-    /// Decodes and writes one frame; whether it was written.
+    /// Writes one frame, checked by its source; whether it was written.
     fn frame(&mut self, item: &Incoming) -> Result<bool, Failure> {
-        let view = match self.decoder.view(&item.bytes) {
-            Ok(view) => view,
+        let (header, params) = match &item.checked {
+            Ok(checked) => *checked,
             Err(e) => {
                 self.tally.malformed += 1;
                 note(format_args!(
                     "export: {}: {} (skipped)",
                     item.whence.describe(self.name),
-                    e.with_base_offset(item.whence.base())
+                    e.clone().with_base_offset(item.whence.base())
                 ));
                 return Ok(false);
             }
         };
-        if !self.filter.matches(view.header()) {
+        if !self.filter.matches(&header) {
             return Ok(false);
         }
+        let view = if self.out.needs_view() || self.attachments.is_some() {
+            // Checked by the source: this cannot fail.
+            match self.decoder.view(&item.bytes) {
+                Ok(view) => Some(view),
+                Err(e) => return Err(Failure::Bad(format!("internal: {e}"))),
+            }
+        } else {
+            None
+        };
         self.out
-            .write(&view, item.received_ns)
+            .write(&header, &item.bytes, view.as_ref(), item.received_ns)
             .map_err(|e| self.failed(e))?;
-        if let Some(a) = self.attachments.as_deref_mut() {
-            a.write(&view).map_err(Failure::Bad)?;
+        if let (Some(a), Some(view)) = (self.attachments.as_deref_mut(), &view) {
+            a.write(view).map_err(Failure::Bad)?;
         }
         self.tally.frames += 1;
-        self.tally.params += view.len() as u64;
+        self.tally.params += params as u64;
         self.progress.bytes += item.bytes.len() as u64;
         Ok(true)
     }

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
-    StringDictionaryBuilder, TimestampMillisecondBuilder, UInt32Builder, UInt64Builder,
+    TimestampMillisecondBuilder, UInt32Builder, UInt64Builder,
 };
 use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, RecordBatch};
@@ -39,6 +39,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 /// Rows built before they go to the writer.
 pub(crate) const BATCH_ROWS: usize = 64 * 1024;
@@ -47,7 +48,7 @@ pub(crate) const BATCH_ROWS: usize = 64 * 1024;
 pub(crate) const DEFAULT_ROW_GROUP_ROWS: usize = 1024 * 1024;
 
 /// The zstd level of the pages.
-const ZSTD_LEVEL: i32 = 3;
+const ZSTD_LEVEL: i32 = 1;
 
 /// The timezone of the `time` columns.
 const UTC: &str = "UTC";
@@ -79,7 +80,26 @@ pub(crate) fn timestamp() -> DataType {
 
 /// The writer properties of every Parquet file `export` writes.
 pub(crate) fn properties(row_group_rows: usize, description: &str) -> WriterProperties {
-    WriterProperties::builder()
+    let mut builder = WriterProperties::builder();
+    // Dictionaries where values repeat (names, types, header fields that
+    // few frames share); not for the timestamps, counters and numbers,
+    // which rarely repeat: a dictionary there is a hash per row for
+    // nothing (the writer gives it up after 1 MiB of distinct values).
+    for column in [
+        "time",
+        "source",
+        "target",
+        "message_type",
+        "message_id",
+        "counter",
+        "type",
+        "value_i64",
+        "value_f64",
+        "value_str",
+    ] {
+        builder = builder.set_column_dictionary_enabled(ColumnPath::from(column), false);
+    }
+    builder
         .set_compression(Compression::ZSTD(
             ZstdLevel::try_new(ZSTD_LEVEL).expect("a valid zstd level"),
         ))
@@ -105,8 +125,8 @@ struct Columns {
     message_type: Int32Builder,
     message_id: Int32Builder,
     counter: UInt64Builder,
-    device: StringDictionaryBuilder<Int32Type>,
-    param: StringDictionaryBuilder<Int32Type>,
+    device: Names,
+    param: Names,
     kind: StringBuilder,
     value_i64: Int64Builder,
     value_f64: Float64Builder,
@@ -125,8 +145,8 @@ impl Columns {
             message_type: Int32Builder::with_capacity(n),
             message_id: Int32Builder::with_capacity(n),
             counter: UInt64Builder::with_capacity(n),
-            device: StringDictionaryBuilder::new(),
-            param: StringDictionaryBuilder::new(),
+            device: Names::default(),
+            param: Names::default(),
             kind: StringBuilder::with_capacity(n, n * 6),
             value_i64: Int64Builder::with_capacity(n),
             value_f64: Float64Builder::with_capacity(n),
@@ -146,8 +166,8 @@ impl Columns {
             Arc::new(self.message_type.finish()),
             Arc::new(self.message_id.finish()),
             Arc::new(self.counter.finish()),
-            Arc::new(self.device.finish()),
-            Arc::new(self.param.finish()),
+            Arc::new(self.device.finish()?),
+            Arc::new(self.param.finish()?),
             Arc::new(self.kind.finish()),
             Arc::new(self.value_i64.finish()),
             Arc::new(self.value_f64.finish()),
@@ -159,11 +179,78 @@ impl Columns {
     }
 }
 
-/// A Parquet long table being written.
-pub(crate) struct ParquetOut<W: Write + Send> {
-    writer: ArrowWriter<W>,
+/// Batches on their way to the encoding thread: the rows being built, and
+/// at most this many more, are what memory holds besides the row group.
+const IN_FLIGHT: usize = 2;
+
+/// A dictionary-encoded column of names (devices, parameters): the keys
+/// of the rows, and the names they stand for.
+///
+/// Recordings repeat the same names in the same order frame after frame,
+/// so each row's name is first compared with the name the previous frame
+/// had at the same position (one comparison of a short string), and looked
+/// up by hash only when it differs. The dictionary outlives a batch (each
+/// batch's array carries all of it) until it holds [`MAX_NAMES`] names,
+/// when it starts over with the next batch.
+#[derive(Default)]
+struct Names {
+    ids: std::collections::HashMap<Box<str>, i32>,
+    names: Vec<Box<str>>,
+    keys: Vec<i32>,
+    /// The id of the previous frame's name at each position.
+    last: Vec<i32>,
+}
+
+/// Names in a dictionary before it starts over.
+const MAX_NAMES: usize = 1 << 16;
+
+impl Names {
+    fn append(&mut self, name: &str, position: usize) {
+        if let Some(&id) = self.last.get(position) {
+            if *self.names[id as usize] == *name {
+                self.keys.push(id);
+                return;
+            }
+        }
+        let id = match self.ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = self.names.len() as i32;
+                self.names.push(name.into());
+                self.ids.insert(name.into(), id);
+                id
+            }
+        };
+        if position < self.last.len() {
+            self.last[position] = id;
+        } else if position == self.last.len() {
+            self.last.push(id);
+        }
+        self.keys.push(id);
+    }
+
+    /// The rows so far as a dictionary array; the keys start over, and the
+    /// dictionary too once it is large.
+    fn finish(&mut self) -> Result<arrow_array::DictionaryArray<Int32Type>, String> {
+        let keys = arrow_array::Int32Array::from(std::mem::take(&mut self.keys));
+        let values = arrow_array::StringArray::from_iter_values(self.names.iter());
+        if self.names.len() >= MAX_NAMES {
+            self.ids.clear();
+            self.names.clear();
+            self.last.clear();
+        }
+        arrow_array::DictionaryArray::try_new(keys, Arc::new(values)).map_err(|e| e.to_string())
+    }
+}
+
+/// A Parquet long table being written. Rows are built on the caller's
+/// thread; the Parquet writer (dictionaries, pages, compression: about
+/// half of the work) runs on a thread of its own, a batch at a time.
+pub(crate) struct ParquetOut<W: Write + Send + 'static> {
     schema: SchemaRef,
     columns: Columns,
+    batches: Option<std::sync::mpsc::SyncSender<RecordBatch>>,
+    encoder: Option<std::thread::JoinHandle<Result<W, String>>>,
 }
 
 /// What the `mframe` key-value metadata of the long table says.
@@ -172,26 +259,37 @@ frame's header (time = header timestamp, ms UTC); type is int64, double, string,
 the value is in value_i64, value_f64, value_str or value_bool (the others null; all null for \
 unknown). Attachments are not in this table (mframe export --attachments DIR).";
 
-impl<W: Write + Send> ParquetOut<W> {
+impl<W: Write + Send + 'static> ParquetOut<W> {
     pub(crate) fn new(out: W, row_group_rows: usize) -> Result<Self, String> {
         let schema = schema();
-        let writer = ArrowWriter::try_new(
+        let mut writer = ArrowWriter::try_new(
             out,
             schema.clone(),
             Some(properties(row_group_rows, DESCRIPTION)),
         )
         .map_err(error)?;
+        let (batches, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(IN_FLIGHT);
+        let encoder = std::thread::Builder::new()
+            .name("parquet".into())
+            .spawn(move || {
+                for batch in rx {
+                    writer.write(&batch).map_err(error)?;
+                }
+                writer.into_inner().map_err(error)
+            })
+            .map_err(|e| format!("cannot start the Parquet thread: {e}"))?;
         Ok(ParquetOut {
-            writer,
             schema,
             columns: Columns::new(),
+            batches: Some(batches),
+            encoder: Some(encoder),
         })
     }
 
     /// Adds a row per parameter of `view`.
     pub(crate) fn write(&mut self, view: &FrameView<'_>) -> Result<(), String> {
         let h = view.header();
-        for (device, param, value) in view.iter() {
+        for (position, (device, param, value)) in view.iter().enumerate() {
             let c = &mut self.columns;
             // Milliseconds since the epoch as Arrow's i64 (a u64 beyond
             // i64::MAX, year 292,278,994, saturates).
@@ -202,8 +300,8 @@ impl<W: Write + Send> ParquetOut<W> {
             c.message_type.append_value(h.message_type());
             c.message_id.append_value(h.message_id());
             c.counter.append_value(h.counter());
-            c.device.append_value(device);
-            c.param.append_value(param);
+            c.device.append(device, position);
+            c.param.append(param, position);
             let (kind, i, f, s, b) = match value {
                 ValueRef::Int(i) => ("int64", Some(i), None, None, None),
                 ValueRef::Double(f) => ("double", None, Some(f), None, None),
@@ -229,13 +327,30 @@ impl<W: Write + Send> ParquetOut<W> {
             return Ok(());
         }
         let batch = self.columns.batch(&self.schema)?;
-        self.writer.write(&batch).map_err(error)
+        let sent = self.batches.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            // The thread stopped: its error says why.
+            self.batches = None;
+            self.join().map(drop)
+        }
+    }
+
+    fn join(&mut self) -> Result<W, String> {
+        match self.encoder.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err("the Parquet thread panicked".into()),
+            None => Err("the Parquet writer stopped earlier".into()),
+        }
     }
 
     /// Writes the last rows and the footer; the output.
     pub(crate) fn finish(mut self) -> Result<W, String> {
         self.hand_over()?;
-        self.writer.into_inner().map_err(error)
+        // The thread ends when its queue does.
+        self.batches = None;
+        self.join()
     }
 }
 

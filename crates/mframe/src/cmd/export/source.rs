@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use messageframe::codec::RawFrameCodec;
-use messageframe::{Decoder, StreamError};
+use messageframe::{DecodeError, Decoder, Header, StreamError};
 use messageframe_nats::{Event, ReplayOptions};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
@@ -39,8 +39,8 @@ const QUEUE_BYTES: usize = 64 << 20;
 /// The budget's unit, so that the semaphore's count fits its `u32`.
 const UNIT: usize = 1024;
 
-/// Frames queued at most, whatever their size.
-const QUEUE_FRAMES: usize = 4096;
+/// Batches queued at most, whatever their size.
+const QUEUE_BATCHES: usize = 256;
 
 /// How long the end of a JetStream replay (deleting its consumer) may take
 /// once the writer is done.
@@ -53,13 +53,72 @@ const OWN_DURABLE_IDLE: Duration = Duration::from_secs(300);
 /// One frame on its way to the writer.
 pub(crate) struct Incoming {
     pub(crate) bytes: Bytes,
+    /// The frame's header and number of parameters once the whole frame
+    /// was checked (by the source, on its own thread: the writer's thread
+    /// has enough to do), or why it is not valid.
+    pub(crate) checked: Result<(Header, usize), DecodeError>,
     /// When it was received, in nanoseconds since the UNIX epoch (from a
     /// JetStream stream: when the server stored it; from an MCAP file: its
     /// publish time).
     pub(crate) received_ns: u64,
     pub(crate) whence: Whence,
+}
+
+/// Frames handed to the writer together: a source sends what it has at
+/// hand in one go (one wake-up of the writer, not one per frame).
+pub(crate) struct Batch {
+    pub(crate) frames: Vec<Incoming>,
     /// Its share of the queue's byte budget, given back when dropped.
     _permit: OwnedSemaphorePermit,
+}
+
+/// What a source gathers before it sends a batch (it sends sooner when it
+/// has nothing more at hand).
+const BATCH_BYTES: usize = 256 << 10;
+const BATCH_FRAMES: usize = 1024;
+
+/// Frames gathered for the next batch: their bytes in one block (one
+/// allocation per batch, not per frame).
+#[derive(Default)]
+struct Gather {
+    block: Vec<u8>,
+    frames: Vec<(usize, usize, Result<(Header, usize), DecodeError>, u64, Whence)>,
+}
+
+impl Gather {
+    fn push(&mut self, bytes: &[u8], received_ns: u64, whence: Whence) {
+        let at = self.block.len();
+        self.block.extend_from_slice(bytes);
+        self.frames.push((at, bytes.len(), check(bytes), received_ns, whence));
+    }
+
+    fn full(&self) -> bool {
+        self.block.len() >= BATCH_BYTES || self.frames.len() >= BATCH_FRAMES
+    }
+
+    /// The frames gathered, each a slice of one shared block.
+    fn take(&mut self) -> Vec<Incoming> {
+        let block = Bytes::from(std::mem::take(&mut self.block));
+        self.frames
+            .drain(..)
+            .map(|(at, len, checked, received_ns, whence)| Incoming {
+                bytes: block.slice(at..at + len),
+                checked,
+                received_ns,
+                whence,
+            })
+            .collect()
+    }
+
+    /// Sends what was gathered (if anything); `false` once the writer is
+    /// gone.
+    fn send(&mut self, queue: &Queue, rt: &tokio::runtime::Handle) -> bool {
+        if self.frames.is_empty() {
+            return true;
+        }
+        let frames = self.take();
+        rt.block_on(queue.send(frames))
+    }
 }
 
 /// Where a frame came from, for error lines.
@@ -107,17 +166,17 @@ impl Whence {
     }
 }
 
-/// The queue from the sources to the writer: at most [`QUEUE_FRAMES`]
-/// frames and [`QUEUE_BYTES`] bytes.
+/// The queue from the sources to the writer: at most [`QUEUE_BATCHES`]
+/// batches and [`QUEUE_BYTES`] bytes.
 #[derive(Clone)]
 pub(crate) struct Queue {
-    tx: mpsc::Sender<Incoming>,
+    tx: mpsc::Sender<Batch>,
     budget: Arc<Semaphore>,
 }
 
 impl Queue {
-    pub(crate) fn new() -> (Queue, mpsc::Receiver<Incoming>) {
-        let (tx, rx) = mpsc::channel(QUEUE_FRAMES);
+    pub(crate) fn new() -> (Queue, mpsc::Receiver<Batch>) {
+        let (tx, rx) = mpsc::channel(QUEUE_BATCHES);
         let budget = Arc::new(Semaphore::new(QUEUE_BYTES / UNIT));
         (Queue { tx, budget }, rx)
     }
@@ -126,34 +185,41 @@ impl Queue {
         (len.div_ceil(UNIT)).clamp(1, QUEUE_BYTES / UNIT) as u32
     }
 
-    /// Queues a frame, waiting for room; `false` once the writer is gone.
-    pub(crate) async fn send(&self, bytes: Bytes, received_ns: u64, whence: Whence) -> bool {
+    /// Queues frames, waiting for room; `false` once the writer is gone.
+    pub(crate) async fn send(&self, frames: Vec<Incoming>) -> bool {
+        let bytes = frames.iter().map(|f| f.bytes.len()).sum();
         let Ok(permit) = self
             .budget
             .clone()
-            .acquire_many_owned(Self::units(bytes.len()))
+            .acquire_many_owned(Self::units(bytes))
             .await
         else {
             return false;
         };
-        let item = Incoming {
+        let batch = Batch {
+            frames,
+            _permit: permit,
+        };
+        self.tx.send(batch).await.is_ok()
+    }
+}
+
+/// Checks a whole frame (the library's default decoder); its header and
+/// number of parameters.
+pub(crate) fn check(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
+    Decoder::new()
+        .view(bytes)
+        .map(|view| (*view.header(), view.len()))
+}
+
+impl Incoming {
+    fn new(bytes: Bytes, received_ns: u64, whence: Whence) -> Incoming {
+        Incoming {
+            checked: check(&bytes),
             bytes,
             received_ns,
             whence,
-            _permit: permit,
-        };
-        self.tx.send(item).await.is_ok()
-    }
-
-    /// [`send`](Self::send) from a thread outside the runtime.
-    fn send_blocking(
-        &self,
-        rt: &tokio::runtime::Handle,
-        bytes: Bytes,
-        received_ns: u64,
-        whence: Whence,
-    ) -> bool {
-        rt.block_on(self.send(bytes, received_ns, whence))
+        }
     }
 }
 
@@ -297,16 +363,19 @@ fn read_input(input: &Input, queue: &Queue, rt: &tokio::runtime::Handle) -> Resu
         let size = file_size(input);
         let mut reader = BufReader::with_capacity(256 << 10, reader);
         let mut index = 0u64;
+        let mut gather = Gather::default();
         let end = mcap_in::read(&mut reader, |frame| {
-            let whence = Whence::File { index, start: None };
+            gather.push(frame.data, frame.publish_time, Whence::File { index, start: None });
             index += 1;
-            let bytes = Bytes::copy_from_slice(frame.data);
-            if queue.send_blocking(rt, bytes, frame.publish_time, whence) {
+            if !gather.full() || gather.send(queue, rt) {
                 Ok(())
             } else {
                 Err(Failure::BrokenPipe)
             }
         });
+        if !gather.send(queue, rt) {
+            return Err(Failure::BrokenPipe);
+        }
         let end = match end {
             Ok(end) => end,
             Err(ReadError::Io(e)) => return Err(input.cannot_read(&e)),
@@ -328,14 +397,24 @@ fn read_input(input: &Input, queue: &Queue, rt: &tokio::runtime::Handle) -> Resu
         });
     }
     let mut frames = 0u64;
-    let now = now_ns;
-    let mut send = |index: usize, start: usize, bytes: &[u8]| {
+    let mut gather = Gather::default();
+    let mut send = |gather: &mut Gather, index: usize, start: usize, bytes: &[u8]| {
         let whence = Whence::File {
             index: index as u64,
             start: Some(start as u64),
         };
         frames += 1;
-        if queue.send_blocking(rt, Bytes::copy_from_slice(bytes), now(), whence) {
+        gather.push(bytes, now_ns(), whence);
+        if !gather.full() || gather.send(queue, rt) {
+            Ok(())
+        } else {
+            Err(Failure::BrokenPipe)
+        }
+    };
+    // What was gathered goes whenever the input has nothing more at hand:
+    // frames from a pipe are not held back.
+    let flush = |gather: &mut Gather| {
+        if gather.send(queue, rt) {
             Ok(())
         } else {
             Err(Failure::BrokenPipe)
@@ -344,10 +423,11 @@ fn read_input(input: &Input, queue: &Queue, rt: &tokio::runtime::Handle) -> Resu
     let end = input::frames_from(
         input,
         reader,
-        &mut (),
-        |(), index, start, _, bytes| send(index, start, bytes),
-        |()| Ok(()),
+        &mut gather,
+        |gather, index, start, _, bytes| send(gather, index, start, bytes),
+        flush,
     )?;
+    flush(&mut gather)?;
     let stopped = match end {
         End::Clean { .. } => None,
         End::Rest { index, start, rest } => {
@@ -356,12 +436,10 @@ fn read_input(input: &Input, queue: &Queue, rt: &tokio::runtime::Handle) -> Resu
             // says about it.
             let decoder = Decoder::new();
             let whole = input::whole(&rest, &name, decoder, index, start, |index, view| {
-                send(
-                    index,
-                    start + view_offset(&rest, view.as_bytes()),
-                    view.as_bytes(),
-                )
+                let at = start + view_offset(&rest, view.as_bytes());
+                send(&mut gather, index, at, view.as_bytes())
             });
+            flush(&mut gather)?;
             let message = match whole {
                 Err(Failure::Bad(m) | Failure::Usage(m)) => m,
                 Err(Failure::BrokenPipe) => return Err(Failure::BrokenPipe),
@@ -432,20 +510,37 @@ async fn connection(socket: TcpStream, peer: SocketAddr, queue: Queue) {
     let mut frames = FramedRead::new(socket, RawFrameCodec::with_decoder(Decoder::new()));
     let name: Arc<str> = peer.to_string().into();
     let (mut index, mut start) = (0u64, 0u64);
-    while let Some(item) = frames.next().await {
+    let mut batch = Vec::new();
+    let mut batch_bytes = 0;
+    loop {
+        // Frames already read go together; then wait for the next.
+        let item = match frames.next().now_or_never() {
+            Some(item) if batch.len() < BATCH_FRAMES && batch_bytes < BATCH_BYTES => item,
+            _ => {
+                if !batch.is_empty() && !queue.send(std::mem::take(&mut batch)).await {
+                    return;
+                }
+                batch_bytes = 0;
+                frames.next().await
+            }
+        };
+        let Some(item) = item else { break };
         let raw = match item {
             Ok(raw) => raw,
-            Err(StreamError::Decode(e)) => {
-                note(format_args!(
-                    "export: {peer}: frame {index} (starts at byte {start}): {}; connection closed",
-                    e.with_base_offset(start as usize)
-                ));
-                return;
-            }
             Err(e) => {
-                note(format_args!(
-                    "export: {peer}: {e}; connection closed after {index} frames"
-                ));
+                // The frames before it are received.
+                if !batch.is_empty() && !queue.send(batch).await {
+                    return;
+                }
+                match e {
+                    StreamError::Decode(e) => note(format_args!(
+                        "export: {peer}: frame {index} (starts at byte {start}): {}; connection closed",
+                        e.with_base_offset(start as usize)
+                    )),
+                    e => note(format_args!(
+                        "export: {peer}: {e}; connection closed after {index} frames"
+                    )),
+                }
                 return;
             }
         };
@@ -455,11 +550,13 @@ async fn connection(socket: TcpStream, peer: SocketAddr, queue: Queue) {
             index,
             start,
         };
-        if !queue.send(raw.bytes, now_ns(), whence).await {
-            return;
-        }
+        batch_bytes += raw.bytes.len();
+        batch.push(Incoming::new(raw.bytes, now_ns(), whence));
         start += len;
         index += 1;
+    }
+    if !batch.is_empty() && !queue.send(batch).await {
+        return;
     }
     note(format_args!("export: {peer}: closed after {index} frames"));
 }
@@ -475,7 +572,8 @@ async fn subscription(
         match item {
             Ok(Event::Frame(raw)) => {
                 let whence = Whence::Subject(raw.subject().to_owned());
-                if !queue.send(raw.payload().clone(), now_ns(), whence).await {
+                let frame = Incoming::new(raw.payload().clone(), now_ns(), whence);
+                if !queue.send(vec![frame]).await {
                     return None;
                 }
                 got += 1;
@@ -525,9 +623,10 @@ async fn replay(
                     })
                 }
                 Some(Ok(recorded)) => {
-                    let whence = Whence::Sequence(recorded.sequence());
                     let stored = ns_since_epoch(recorded.stored_at());
-                    if !queue.send(recorded.payload().clone(), stored, whence).await {
+                    let whence = Whence::Sequence(recorded.sequence());
+                    let frame = Incoming::new(recorded.payload().clone(), stored, whence);
+                    if !queue.send(vec![frame]).await {
                         break None;
                     }
                     frames += 1;
