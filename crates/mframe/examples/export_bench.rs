@@ -58,7 +58,9 @@ fn options() -> Options {
             "--passes" => o.passes = value().parse().expect("a number of passes"),
             "--scale" => o.scale = value().parse().expect("a scale factor"),
             "--keep" => o.keep = Some(PathBuf::from(value())),
-            other => panic!("unknown option {other} (--mframe PATH, --passes N, --scale X, --keep DIR)"),
+            other => {
+                panic!("unknown option {other} (--mframe PATH, --passes N, --scale X, --keep DIR)")
+            }
         }
     }
     o
@@ -111,7 +113,12 @@ const DEVICES: [&str; 8] = [
 ];
 const DOUBLES: [&str; 4] = ["level", "frequency_hz", "temperature_c", "voltage_v"];
 const INTS: [&str; 2] = ["packets", "errors"];
-const STATUS: [&str; 4] = ["ok", "degraded: retrying", "locked, streaming", "calibrating"];
+const STATUS: [&str; 4] = [
+    "ok",
+    "degraded: retrying",
+    "locked, streaming",
+    "calibrating",
+];
 
 impl Telemetry {
     fn new() -> Telemetry {
@@ -157,7 +164,11 @@ impl Telemetry {
             }
             for (j, name) in INTS.iter().enumerate() {
                 let n = &mut ints[d * 2 + j];
-                *n += if j == 0 { 1 + (rng.next() % 3) as i64 } else { i64::from(rng.next() % 1000 == 0) };
+                *n += if j == 0 {
+                    1 + (rng.next() % 3) as i64
+                } else {
+                    i64::from(rng.next() % 1000 == 0)
+                };
                 frame.add(device, name, *n);
             }
             if rng.next() % 500 == 0 {

@@ -700,7 +700,12 @@ fn an_mcap_recording_is_replayed_as_far_as_it_is_whole() {
     std::fs::write(&mfb, frames.concat()).unwrap();
     let mcap = dir.join("golden.mcap");
     let export = std::process::Command::new(env!("CARGO_BIN_EXE_mframe"))
-        .args(["export", mfb.to_str().unwrap(), "-o", mcap.to_str().unwrap()])
+        .args([
+            "export",
+            mfb.to_str().unwrap(),
+            "-o",
+            mcap.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(export.status.success());
@@ -708,7 +713,14 @@ fn an_mcap_recording_is_replayed_as_far_as_it_is_whole() {
     let mut bytes = std::fs::read(&mcap).unwrap();
     bytes.truncate(bytes.len() - 3);
     std::fs::write(&mcap, &bytes).unwrap();
-    let viewer = Proc::spawn(&["view", mcap.to_str().unwrap(), "--speed", "0", "--port", "0"]);
+    let viewer = Proc::spawn(&[
+        "view",
+        mcap.to_str().unwrap(),
+        "--speed",
+        "0",
+        "--port",
+        "0",
+    ]);
     let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
     let state = state_until(&url, "every frame of the recording", |s| {
         s["frames"] == frames.len()
@@ -723,7 +735,14 @@ fn an_mcap_recording_is_replayed_as_far_as_it_is_whole() {
     // A recording cut inside its first chunk has nothing whole: an error.
     bytes.truncate(bytes.len() / 2);
     std::fs::write(&mcap, &bytes).unwrap();
-    let viewer = Proc::spawn(&["view", mcap.to_str().unwrap(), "--speed", "0", "--port", "0"]);
+    let viewer = Proc::spawn(&[
+        "view",
+        mcap.to_str().unwrap(),
+        "--speed",
+        "0",
+        "--port",
+        "0",
+    ]);
     let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
     let state = state_until(&url, "the error", |s| s["error_count"] == 1);
     assert_eq!(state["frames"], 0);

@@ -518,7 +518,8 @@ mod tests {
         let mut out = McapOut::new(Cursor::new(Vec::new()), true, true, 1024).unwrap();
         let decoder = Decoder::new();
         for (i, f) in frames.iter().enumerate() {
-            out.write(&decoder.view(f).unwrap(), 1_000 + i as u64)
+            let view = decoder.view(f).unwrap();
+            out.write(view.header(), f, Some(&view), 1_000 + i as u64)
                 .unwrap();
         }
         out.finish().unwrap().into_inner()

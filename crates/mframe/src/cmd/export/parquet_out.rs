@@ -327,7 +327,10 @@ impl<W: Write + Send + 'static> ParquetOut<W> {
             return Ok(());
         }
         let batch = self.columns.batch(&self.schema)?;
-        let sent = self.batches.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
+        let sent = self
+            .batches
+            .as_ref()
+            .is_some_and(|tx| tx.send(batch).is_ok());
         if sent {
             Ok(())
         } else {

@@ -82,14 +82,21 @@ const BATCH_FRAMES: usize = 1024;
 #[derive(Default)]
 struct Gather {
     block: Vec<u8>,
-    frames: Vec<(usize, usize, Result<(Header, usize), DecodeError>, u64, Whence)>,
+    frames: Vec<(
+        usize,
+        usize,
+        Result<(Header, usize), DecodeError>,
+        u64,
+        Whence,
+    )>,
 }
 
 impl Gather {
     fn push(&mut self, bytes: &[u8], received_ns: u64, whence: Whence) {
         let at = self.block.len();
         self.block.extend_from_slice(bytes);
-        self.frames.push((at, bytes.len(), check(bytes), received_ns, whence));
+        self.frames
+            .push((at, bytes.len(), check(bytes), received_ns, whence));
     }
 
     fn full(&self) -> bool {
@@ -365,7 +372,11 @@ fn read_input(input: &Input, queue: &Queue, rt: &tokio::runtime::Handle) -> Resu
         let mut index = 0u64;
         let mut gather = Gather::default();
         let end = mcap_in::read(&mut reader, |frame| {
-            gather.push(frame.data, frame.publish_time, Whence::File { index, start: None });
+            gather.push(
+                frame.data,
+                frame.publish_time,
+                Whence::File { index, start: None },
+            );
             index += 1;
             if !gather.full() || gather.send(queue, rt) {
                 Ok(())
