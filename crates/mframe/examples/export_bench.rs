@@ -95,7 +95,7 @@ fn synthetic(i: u64, params: usize, names: &[(String, String)], frame: &mut Fram
         match k % 4 {
             0 => frame.add(device, param, k as f64 * 1.5 + 0.25 + i as f64),
             1 => frame.add(device, param, (k * 1000) as i64 + i as i64),
-            2 => frame.add(device, param, (k as u64 + i) % 3 == 0),
+            2 => frame.add(device, param, (k as u64 + i).is_multiple_of(3)),
             _ => frame.add(device, param, format!("value_{}", k as u64 + i).as_str()),
         }
     }
@@ -104,9 +104,11 @@ fn synthetic(i: u64, params: usize, names: &[(String, String)], frame: &mut Fram
 /// The telemetry of 4 sources: per source, 64 parameters on 8 devices.
 struct Telemetry {
     rng: Rng,
-    /// Per source: the drifting values, the counters, the flags.
-    state: Vec<([f64; 32], [i64; 16], [bool; 8], [usize; 8])>,
+    state: Vec<SourceState>,
 }
+
+/// A source's drifting values, counters, flags and statuses.
+type SourceState = ([f64; 32], [i64; 16], [bool; 8], [usize; 8]);
 
 const DEVICES: [&str; 8] = [
     "sdr_rx_1", "sdr_tx_2", "gnss", "power", "thermal", "link", "imu", "storage",
@@ -167,15 +169,15 @@ impl Telemetry {
                 *n += if j == 0 {
                     1 + (rng.next() % 3) as i64
                 } else {
-                    i64::from(rng.next() % 1000 == 0)
+                    i64::from(rng.next().is_multiple_of(1000))
                 };
                 frame.add(device, name, *n);
             }
-            if rng.next() % 500 == 0 {
+            if rng.next().is_multiple_of(500) {
                 flags[d] = !flags[d];
             }
             frame.add(device, "enabled", flags[d]);
-            if rng.next() % 2000 == 0 {
+            if rng.next().is_multiple_of(2000) {
                 status[d] = (status[d] + 1) % STATUS.len();
             }
             frame.add(device, "status", STATUS[status[d]]);

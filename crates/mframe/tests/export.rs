@@ -143,7 +143,7 @@ fn telemetry(i: u64, source: u32, message_type: i32, params: usize) -> Vec<u8> {
         match k % 4 {
             0 => f.add(&device, &param, k as f64 * 1.5 + i as f64),
             1 => f.add(&device, &param, (k * 1000) as i64 + i as i64),
-            2 => f.add(&device, &param, (k as u64 + i) % 3 == 0),
+            2 => f.add(&device, &param, (k as u64 + i).is_multiple_of(3)),
             _ => f.add(&device, &param, format!("value_{k}_{i}").as_str()),
         }
     }

@@ -66,7 +66,7 @@ fn ten_million_parameters_to_parquet_in_bounded_memory() {
                 match k % 4 {
                     0 => frame.add(device, param, (i * 1000 + k as u64) as f64 * 0.5),
                     1 => frame.add(device, param, (i * 1000 + k as u64) as i64),
-                    2 => frame.add(device, param, (i + k as u64) % 3 == 0),
+                    2 => frame.add(device, param, (i + k as u64).is_multiple_of(3)),
                     _ => frame.add(device, param, format!("v{}", i * 7 + k as u64).as_str()),
                 }
             }

@@ -621,7 +621,7 @@ mod tests {
             let mut damaged = file.clone();
             damaged[at] ^= 0x01;
             check(&damaged);
-            if at % 3 == 0 {
+            if at.is_multiple_of(3) {
                 damaged[at] = 0xff;
                 check(&damaged);
             }

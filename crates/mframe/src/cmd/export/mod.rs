@@ -326,7 +326,7 @@ impl Out {
     }
 
     fn finish(self) -> Result<(), String> {
-        let flushed = match self {
+        match self {
             Out::Mcap(m) => m.finish().map(drop),
             Out::McapPipe(m) => m.finish().map(drop),
             Out::Parquet(p) => p
@@ -335,8 +335,7 @@ impl Out {
             Out::Jsonl { mut out, .. } | Out::Mfb(mut out) => {
                 out.flush().map_err(|e| e.to_string())
             }
-        };
-        flushed
+        }
     }
 }
 
@@ -429,10 +428,7 @@ pub(crate) fn run(args: &ExportArgs) -> Result<(), Failure> {
     let finished = out
         .finish()
         .map_err(|e| Failure::Bad(format!("cannot write {out_name}: {e}")));
-    let attachments_written = match attachments {
-        Some(a) => Some(a.finish().map_err(Failure::Bad)),
-        None => None,
-    };
+    let attachments_written = attachments.map(|a| a.finish().map_err(Failure::Bad));
     let source_name = running.name.clone();
     running.finish(&rt);
     rt.shutdown_background();
@@ -578,7 +574,7 @@ impl Writer<'_> {
             }
             self.frame(frame)?;
         }
-        Ok(!args.count.is_some_and(|n| self.tally.frames >= n))
+        Ok(args.count.is_none_or(|n| self.tally.frames < n))
     }
 
     /// After a signal: the frames already queued are written too (they

@@ -82,14 +82,18 @@ const BATCH_FRAMES: usize = 1024;
 #[derive(Default)]
 struct Gather {
     block: Vec<u8>,
-    frames: Vec<(
-        usize,
-        usize,
-        Result<(Header, usize), DecodeError>,
-        u64,
-        Whence,
-    )>,
+    frames: Vec<Gathered>,
 }
+
+/// A frame gathered: where its bytes are in the block, what checking it
+/// said, when it was received and where it came from.
+type Gathered = (
+    usize,
+    usize,
+    Result<(Header, usize), DecodeError>,
+    u64,
+    Whence,
+);
 
 impl Gather {
     fn push(&mut self, bytes: &[u8], received_ns: u64, whence: Whence) {
