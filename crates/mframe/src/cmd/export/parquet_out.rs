@@ -22,7 +22,8 @@
 //! [`BATCH_ROWS`] rows; the writer closes a row group every
 //! `--row-group-rows` rows, so what is held in memory is one batch and one
 //! row group's encoded pages, whatever the recording's length. Pages are
-//! zstd-compressed (level 3); dictionaries as Parquet's defaults have them.
+//! zstd-compressed (level 1); Parquet dictionaries only for the names (see
+//! [`properties`]).
 
 use std::io::Write;
 use std::sync::Arc;
