@@ -1071,26 +1071,30 @@ fn sigterm_and_ctrl_c_finish_the_file_with_every_frame_received() {
     for (sig, out) in [("TERM", "term.parquet"), ("INT", "int.mcap")] {
         let rec = path(&dir, out);
         let (recorder, addr) = export_tcp(&["-o", &rec]);
-        let frames: Vec<Vec<u8>> = (0..200).map(|i| telemetry(i, 3, 2, 8)).collect();
+        // More frames than a batch holds (1,024), more bytes too (256 KiB).
+        let frames: Vec<Vec<u8>> = (0..3000).map(|i| telemetry(i, 3, 2, 8)).collect();
+        assert!(concat(&frames).len() > 256 << 10);
         drop(send(&addr, &frames));
         // The connection's task has queued every frame when it says so.
-        recorder.stderr_line("closed after 200 frames");
+        recorder.stderr_line("closed after 3000 frames");
         recorder.signal(sig);
         let mut recorder = recorder;
         assert!(recorder.wait().success(), "{}", recorder.stderr_text());
         let log = recorder.stderr_text();
         assert!(
-            log.contains("exported 200 frames (1600 parameters)")
+            log.contains("exported 3000 frames (24000 parameters)")
                 && log.contains("(stopped by a signal)"),
             "{log}"
         );
         // No progress line: stderr is not a terminal.
         assert!(!log.contains("frames/s"), "{log}");
         if out.ends_with(".parquet") {
-            assert_eq!(duckdb_rows(&rec).len(), 1600);
+            assert_eq!(duckdb_rows(&rec).len(), 24_000);
         } else {
-            let read = read_mcap(&rec);
-            assert_eq!(read["statistics"]["message_count"], 200);
+            // Every frame, in order.
+            let back = path(&dir, "back.mfb");
+            mframe(&["export", &rec, "-o", &back]).ok();
+            assert_eq!(std::fs::read(&back).unwrap(), concat(&frames));
         }
     }
 }

@@ -529,9 +529,14 @@ async fn connection(socket: TcpStream, peer: SocketAddr, queue: Queue) {
     let mut batch_bytes = 0;
     loop {
         // Frames already read go together; then wait for the next.
-        let item = match frames.next().now_or_never() {
-            Some(item) if batch.len() < BATCH_FRAMES && batch_bytes < BATCH_BYTES => item,
-            _ => {
+        let ready = if batch.len() < BATCH_FRAMES && batch_bytes < BATCH_BYTES {
+            frames.next().now_or_never()
+        } else {
+            None
+        };
+        let item = match ready {
+            Some(item) => item,
+            None => {
                 if !batch.is_empty() && !queue.send(std::mem::take(&mut batch)).await {
                     return;
                 }
