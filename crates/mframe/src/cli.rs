@@ -122,6 +122,8 @@ enum Command {
     Replay(cmd::replay::ReplayArgs),
     /// Serve a live web page of every parameter, from TCP producers, NATS or a file.
     View(cmd::view::ViewArgs),
+    /// Write frames from a file, TCP, NATS or JetStream to MCAP, Parquet, JSON Lines or frames.
+    Export(cmd::export::ExportArgs),
 }
 
 /// `mframe`'s `main`.
@@ -189,6 +191,10 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::View(args) => {
             drop(out);
             return cmd::view::run(&args);
+        }
+        Command::Export(args) => {
+            drop(out);
+            return cmd::export::run(&args);
         }
     }
     out.flush()?;

@@ -42,7 +42,7 @@ impl Input {
         }
     }
 
-    fn cannot_read(&self, e: &io::Error) -> Failure {
+    pub(crate) fn cannot_read(&self, e: &io::Error) -> Failure {
         Failure::Bad(format!("cannot read {}: {e}", self.name()))
     }
 
@@ -77,10 +77,22 @@ pub(crate) enum End {
 pub(crate) fn frames<S>(
     input: &Input,
     state: &mut S,
+    each: impl FnMut(&mut S, usize, usize, Header, &[u8]) -> Result<(), Failure>,
+    idle: impl FnMut(&mut S) -> Result<(), Failure>,
+) -> Result<End, Failure> {
+    frames_from(input, input.open()?, state, each, idle)
+}
+
+/// [`frames`] from `source`, the input already opened (and perhaps already
+/// looked at: `export` and `view` check its first bytes for an MCAP file).
+pub(crate) fn frames_from<S>(
+    input: &Input,
+    source: Box<dyn Read>,
+    state: &mut S,
     mut each: impl FnMut(&mut S, usize, usize, Header, &[u8]) -> Result<(), Failure>,
     mut idle: impl FnMut(&mut S) -> Result<(), Failure>,
 ) -> Result<End, Failure> {
-    let mut reader = FrameReader::new(input.open()?);
+    let mut reader = FrameReader::new(source);
     let mut index = 0;
     loop {
         let start = reader.offset() as usize;

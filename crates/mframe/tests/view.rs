@@ -903,3 +903,64 @@ fn the_viewer_of_an_open_pipe_stops_on_sigterm() {
     assert!(viewer.wait().success(), "{}", viewer.stderr_text());
     assert!(viewer.stderr_text().contains("view: stopped"));
 }
+
+#[test]
+fn an_mcap_recording_is_replayed_as_far_as_it_is_whole() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mframe-view-mcap");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let frames: Vec<Vec<u8>> = golden().into_iter().map(|(bytes, _)| bytes).collect();
+    let mfb = dir.join("golden.mfb");
+    std::fs::write(&mfb, frames.concat()).unwrap();
+    let mcap = dir.join("golden.mcap");
+    let export = std::process::Command::new(env!("CARGO_BIN_EXE_mframe"))
+        .args([
+            "export",
+            mfb.to_str().unwrap(),
+            "-o",
+            mcap.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    // Cut inside its summary's last record: the data is whole.
+    let mut bytes = std::fs::read(&mcap).unwrap();
+    bytes.truncate(bytes.len() - 3);
+    std::fs::write(&mcap, &bytes).unwrap();
+    let viewer = Proc::spawn(&[
+        "view",
+        mcap.to_str().unwrap(),
+        "--speed",
+        "0",
+        "--port",
+        "0",
+    ]);
+    let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
+    let state = state_until(&url, "every frame of the recording", |s| {
+        s["frames"] == frames.len()
+    });
+    let expected = expected_rows(&golden());
+    assert_eq!(row(&state, "types", "int_neg")["value"], -5);
+    assert_eq!(row(&state, "sdr_2", "center_freq")["value"], 433_000_000.0);
+    assert_eq!(state["tracked"], expected.len());
+    assert_eq!(state["error_count"], 0);
+    viewer.signal("TERM");
+
+    // A recording cut inside its first chunk has nothing whole: an error.
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&mcap, &bytes).unwrap();
+    let viewer = Proc::spawn(&[
+        "view",
+        mcap.to_str().unwrap(),
+        "--speed",
+        "0",
+        "--port",
+        "0",
+    ]);
+    let url = viewer.stdout_line(support::WAIT).expect("the page's URL");
+    let state = state_until(&url, "the error", |s| s["error_count"] == 1);
+    assert_eq!(state["frames"], 0);
+    let message = state["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("then stopped"), "{message}");
+    viewer.signal("TERM");
+}

@@ -6,13 +6,15 @@
 //! and its writer thread), `stop` (Ctrl-C and SIGTERM: the report, always,
 //! within a second or two) and `events` (connection events on stderr,
 //! rate-limited).
-//! `view` serves a live web page of every parameter (its own directory).
+//! `view` serves a live web page of every parameter, `export` writes
+//! recordings other tools open (MCAP, Parquet): each has its own directory.
 
 pub(crate) mod confirm;
 pub(crate) mod delivery;
 pub(crate) mod dump;
 pub(crate) mod encode;
 pub(crate) mod events;
+pub(crate) mod export;
 pub(crate) mod header;
 pub(crate) mod listen;
 pub(crate) mod nats;

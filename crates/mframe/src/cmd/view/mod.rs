@@ -98,7 +98,7 @@ impl Origin {
     /// A URL is NATS; an existing path (a pipe too) or `-` is a file; an
     /// address with a port is TCP; anything else is a file that does not
     /// exist (which says so when opened).
-    fn parse(source: &str) -> Result<Origin, Failure> {
+    pub(crate) fn parse(source: &str) -> Result<Origin, Failure> {
         if source.starts_with("nats://") || source.starts_with("tls://") {
             return nats::parse_servers(source)
                 .map(Origin::Nats)

@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 
 use super::state::State;
 use super::{Origin, ViewArgs};
-use crate::cmd::nats;
+use crate::cmd::{export, nats};
 use crate::failure::{status, Failure};
 use crate::input::{self, End, Input};
 use crate::net::conn::ConnError;
@@ -338,8 +338,16 @@ fn replay(input: &Input, speed: f64, feed: &Feed) {
     let decoder = Decoder::new();
     let mut pacer = Pacer { speed, start: None };
     let mut frames = 0u64;
-    let end = input::frames(
+    // An MCAP file (written by `export`) or frames back to back.
+    let reader = match export::source::sniff(input) {
+        Ok((true, reader)) => return replay_mcap(reader, &name, &mut pacer, feed),
+        Ok((false, reader)) => reader,
+        Err(Failure::Bad(m) | Failure::Usage(m)) => return feed.error(&name, &m),
+        Err(Failure::BrokenPipe) => return,
+    };
+    let end = input::frames_from(
         input,
+        reader,
         &mut (),
         |(), index, start, header, bytes| {
             pacer.wait(&header);
@@ -387,6 +395,45 @@ fn replay(input: &Input, speed: f64, feed: &Feed) {
         Err(Failure::Bad(m) | Failure::Usage(m)) => feed.error(&name, &m),
         Err(Failure::BrokenPipe) => {}
     }
+    status(format_args!(
+        "view: {name}: {} replayed; the page stays up until Ctrl-C",
+        count(frames, "frame")
+    ));
+}
+
+/// [`replay`] of an MCAP file: its frames as far as it is whole; where it
+/// stops being whole is an error on the page.
+fn replay_mcap(reader: Box<dyn std::io::Read>, name: &str, pacer: &mut Pacer, feed: &Feed) {
+    let decoder = Decoder::new();
+    let mut reader = std::io::BufReader::with_capacity(256 << 10, reader);
+    let mut index = 0u64;
+    let end = export::mcap_in::read(&mut reader, |frame| {
+        match decoder.view(frame.data) {
+            Ok(view) => {
+                pacer.wait(view.header());
+                feed.frame(&view);
+            }
+            Err(e) => feed.error(name, &format!("frame {index}: {e} (skipped)")),
+        }
+        index += 1;
+        Ok::<(), ()>(())
+    });
+    let frames = match end {
+        Ok(end) => {
+            if let Some(stopped) = end.stopped {
+                feed.error(
+                    name,
+                    &format!("read up to byte {}, then stopped: {stopped}", stopped.at),
+                );
+            }
+            end.frames
+        }
+        Err(export::mcap_in::ReadError::Io(e)) => {
+            feed.error(name, &format!("cannot read: {e}"));
+            index
+        }
+        Err(export::mcap_in::ReadError::Each(())) => index,
+    };
     status(format_args!(
         "view: {name}: {} replayed; the page stays up until Ctrl-C",
         count(frames, "frame")
