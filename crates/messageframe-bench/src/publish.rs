@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::report::Report;
 
 /// README.md's blocks.
-pub const README_BLOCKS: [&str; 1] = ["readme"];
+pub const README_BLOCKS: [&str; 2] = ["verdict", "readme"];
 /// docs/performance.md's blocks.
 pub const PERFORMANCE_BLOCKS: [&str; 3] = ["run", "results", "targets"];
 
@@ -60,6 +60,7 @@ pub fn replace_block(text: &str, name: &str, content: &str) -> Result<String, St
 pub fn block(report: &Report, name: &str) -> Result<String, String> {
     Ok(match name {
         "readme" => report.readme_block(),
+        "verdict" => report.verdict_block(),
         "run" => report.run_block(),
         "results" => report.results_block(),
         "targets" => report.targets_block(),

@@ -435,6 +435,22 @@ impl Report {
         t
     }
 
+    /// README.md's first-look sentence: where the published run ran and
+    /// how many of its targets it met, so the paragraph that warns about
+    /// verdicts moving with the CPU quotes the committed run, not a figure
+    /// typed by hand.
+    #[must_use]
+    pub fn verdict_block(&self) -> String {
+        let met = self.targets.iter().filter(|t| t.met).count();
+        format!(
+            "The published run below ({}, {} CPUs, commit `{}`) met {met} of {} targets.",
+            self.meta.cpu,
+            self.meta.cpus,
+            self.meta.commit,
+            self.targets.len()
+        )
+    }
+
     /// How much the passes of one measurement differed: (median, 90th
     /// percentile, largest) of max ÷ min − 1 over every measurement.
     #[must_use]
