@@ -15,74 +15,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::thread;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use messageframe::{Decoder, Frame, Header, UnknownValue, ValueRef};
 use serde_json::Value;
-use support::{wait_until, Proc, WAIT};
+use support::{run_to_end, wait_until, Proc, Run};
 
 // ---------------------------------------------------------------- helpers
 
-/// A finished `mframe` run.
-struct Run {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Run {
-    fn ok(self) -> Run {
-        assert!(self.status.success(), "{:?}: {}", self.status, self.stderr);
-        self
-    }
-
-    fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-}
-
-/// Runs `program ARGS` with `stdin` to its end, within [`WAIT`].
+/// Runs `program ARGS` with `stdin` to its end, within `support::WAIT`.
 fn run_program(program: &str, args: &[&str], stdin: &[u8]) -> Run {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_vec();
-    let writer = thread::spawn(move || {
-        let _ = input.write_all(&stdin);
-    });
-    let read_all = |mut r: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = r.read_to_end(&mut out);
-            out
-        })
-    };
-    let stdout = read_all(Box::new(child.stdout.take().unwrap()));
-    let stderr = read_all(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + WAIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{program} {args:?} did not finish within {WAIT:?}");
-        }
-        thread::sleep(Duration::from_millis(5));
-    };
-    writer.join().unwrap();
-    Run {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: String::from_utf8_lossy(&stderr.join().unwrap()).into_owned(),
-    }
+    let mut command = Command::new(program);
+    command.args(args);
+    run_to_end(command, stdin)
 }
 
 fn mframe(args: &[&str]) -> Run {

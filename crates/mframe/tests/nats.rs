@@ -8,10 +8,9 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -19,76 +18,14 @@ use futures_util::StreamExt;
 use messageframe::{Frame, Header};
 use messageframe_nats::async_nats;
 use messageframe_testkit::{NatsServer, ServerOptions};
-use support::{numbered_frame, Proc, WAIT};
-
-/// A finished `mframe` run.
-struct Run {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Run {
-    fn ok(self) -> Run {
-        assert!(self.status.success(), "{:?}: {}", self.status, self.stderr);
-        self
-    }
-
-    fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-
-    fn lines(&self) -> Vec<String> {
-        String::from_utf8(self.stdout.clone())
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
+use support::{numbered_frame, run_to_end, Proc, Run, WAIT};
 
 /// Runs `mframe ARGS` with `stdin` to its end, within [`WAIT`] (killed and
 /// failed otherwise).
 fn run(args: &[&str], stdin: &[u8]) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mframe starts");
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_vec();
-    let writer = thread::spawn(move || {
-        let _ = input.write_all(&stdin);
-    });
-    let read_all = |mut r: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = r.read_to_end(&mut out);
-            out
-        })
-    };
-    let stdout = read_all(Box::new(child.stdout.take().unwrap()));
-    let stderr = read_all(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + WAIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mframe {args:?} did not finish within {WAIT:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    let _ = writer.join();
-    Run {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: String::from_utf8(stderr.join().unwrap()).unwrap(),
-    }
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mframe"));
+    command.args(args);
+    run_to_end(command, stdin)
 }
 
 /// A fresh directory for one test's files.

@@ -6,59 +6,30 @@
 
 mod support;
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use messageframe::{Frame, Header};
 use messageframe_nats::async_nats;
 use messageframe_testkit::{Certificates, NatsServer, NkeyUser, Operator, ServerOptions};
-use support::{numbered_frame, Proc, WAIT};
+use support::{numbered_frame, run_to_end, Proc, Run, WAIT};
 
-/// `mframe ARGS` with `stdin`, extra environment variables, bounded.
-fn mframe(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mframe"))
+/// `mframe ARGS` with `stdin` and extra environment variables (none of
+/// the caller's NATS credentials), bounded.
+fn mframe(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mframe"));
+    command
         .args(args)
         .env_remove("NATS_USER")
         .env_remove("NATS_PASSWORD")
         .env_remove("NATS_TOKEN")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mframe starts");
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_vec();
-    let writer = thread::spawn(move || {
-        let _ = input.write_all(&stdin);
-    });
-    let pid = child.id();
-    let watchdog = thread::spawn(move || {
-        let deadline = Instant::now() + WAIT;
-        while Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(50));
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                return;
-            }
-        }
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-    });
-    let out = child.wait_with_output().expect("mframe runs");
-    let _ = writer.join();
-    drop(watchdog);
-    out
+        .envs(env.iter().copied());
+    run_to_end(command, stdin)
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+fn text(out: &Run) -> String {
+    out.text()
 }
 
 fn one_frame() -> Vec<u8> {
@@ -85,11 +56,7 @@ fn logs_in(url: &str, login: &[&str], env: &[(&str, &str)], refused: &[Attempt<'
             &one_frame(),
         );
         assert_eq!(out.status.code(), Some(1), "{options:?}: {}", text(&out));
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("cannot connect to"),
-            "{}",
-            text(&out)
-        );
+        assert!(out.stderr.contains("cannot connect to"), "{}", text(&out));
     }
 }
 

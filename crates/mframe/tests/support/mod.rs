@@ -261,6 +261,83 @@ impl Drop for Proc {
 /// The processes started and not dropped yet, for [`within`].
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// A finished run of a program: what [`run_to_end`] returns.
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The run itself, after asserting it succeeded (its stderr otherwise).
+    pub fn ok(self) -> Run {
+        assert!(self.status.success(), "{:?}: {}", self.status, self.stderr);
+        self
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Stdout then stderr, for assertion messages and searches.
+    pub fn text(&self) -> String {
+        format!("{}{}", String::from_utf8_lossy(&self.stdout), self.stderr)
+    }
+}
+
+/// Runs `command` with `stdin` written to it, to its end within [`WAIT`]
+/// (killed and failed otherwise). Stdout and stderr are read on threads, so
+/// a program that writes more than a pipe holds before reading its input
+/// cannot deadlock the test.
+pub fn run_to_end(mut command: Command, stdin: &[u8]) -> Run {
+    let what = format!("{command:?}");
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_vec();
+    let writer = thread::spawn(move || {
+        let _ = input.write_all(&stdin);
+    });
+    let read_all = |mut r: Box<dyn Read + Send>| {
+        thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = r.read_to_end(&mut out);
+            out
+        })
+    };
+    let stdout = read_all(Box::new(child.stdout.take().unwrap()));
+    let stderr = read_all(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {WAIT:?}");
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    let _ = writer.join();
+    Run {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: String::from_utf8_lossy(&stderr.join().unwrap()).into_owned(),
+    }
+}
+
 /// Runs `test` with a hard deadline: past `limit` the test fails and every
 /// process it started is killed (a hung test then costs `limit`, not the
 /// CI job).
