@@ -1,7 +1,7 @@
 //! Field paths: how nested names join into device names.
 
 use super::error::{Error, ErrorKind};
-use crate::key::{bytes_eq, SEPARATOR_BYTE};
+use crate::key::{bytes_eq, find_separator, SEPARATOR_BYTE};
 
 /// Appends segment `seg` to the device path `path` (`.` between them).
 #[inline]
@@ -81,6 +81,96 @@ pub(crate) fn within(device: &str, path: &str) -> bool {
         }
 }
 
+/// What a parameter's raw key (its bytes on the wire, not split) is to the
+/// field `seg` of a container, decided without reading the key as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// The key is `(path, seg)`: the field's own parameter.
+    Scalar,
+    /// The key's device is `path.seg` or below it: the field is a
+    /// container, and this is its first parameter.
+    Container,
+    /// Neither.
+    Other,
+}
+
+/// How the raw `key` relates to field `seg` of the container whose key
+/// prefix is `prefix` (its path, then U+001F), where the path holds no
+/// U+001F; `None` for an empty `seg`, which [`under`]'s rules for empty
+/// names decide. The same answers as splitting the key at its first
+/// separator into `(device, param)` and asking whether `(device, param) ==
+/// (path, seg)` or [`under`]`(device, path, seg)`, without a UTF-8 check or
+/// a search for the separator when the key matches: a key equal to `prefix +
+/// seg` is valid UTF-8 (it equals two `&str`) and splits right after the
+/// path (which has no separator).
+#[inline(always)]
+pub(crate) fn classify(key: &[u8], prefix: &[u8], seg: &[u8]) -> Option<Class> {
+    let path_len = prefix.len() - 1;
+    let n = prefix.len();
+    if key.len() == n + seg.len() && bytes_eq(&key[..n], prefix) && bytes_eq(&key[n..], seg) {
+        return Some(Class::Scalar);
+    }
+    classify_rest(key, &prefix[..path_len], seg)
+}
+
+/// [`classify`] past the common case.
+#[inline]
+fn classify_rest(key: &[u8], path: &[u8], seg: &[u8]) -> Option<Class> {
+    if seg.is_empty() {
+        return None;
+    }
+    if path.is_empty() && bytes_eq(key, seg) && find_separator(seg).is_none() {
+        // `param` alone: device `""`, as the C++ library reads it.
+        return Some(Class::Scalar);
+    }
+    let rest = if path.is_empty() {
+        key
+    } else {
+        match key.get(..path.len() + 1) {
+            Some(head) if bytes_eq(&head[..path.len()], path) && head[path.len()] == b'.' => {
+                &key[path.len() + 1..]
+            }
+            _ => return Some(Class::Other),
+        }
+    };
+    Some(if device_is_or_below(rest, seg) {
+        Class::Container
+    } else {
+        Class::Other
+    })
+}
+
+/// Whether the device of the raw key that continues with `rest` (after a
+/// clean prefix of it) is `seg` or below it (`seg.…`), `seg` not empty.
+#[inline(always)]
+fn device_is_or_below(rest: &[u8], seg: &[u8]) -> bool {
+    let Some(head) = rest.get(..seg.len()) else {
+        return false;
+    };
+    if !bytes_eq(head, seg) {
+        return false;
+    }
+    match rest.get(seg.len()) {
+        // A separator in `seg` would end the device inside it.
+        Some(&SEPARATOR_BYTE) => find_separator(seg).is_none(),
+        // A device below `seg` only if a separator follows (else the
+        // device is `""`).
+        Some(&b'.') => {
+            find_separator(seg).is_none() && find_separator(&rest[seg.len() + 1..]).is_some()
+        }
+        _ => false,
+    }
+}
+
+/// Whether the device of the raw `key` is `path` or below it, for a `path`
+/// that is not empty and holds no U+001F: [`within`] without splitting the
+/// key.
+#[inline(always)]
+pub(crate) fn within_raw(key: &[u8], path: &[u8]) -> bool {
+    debug_assert!(!path.is_empty() && find_separator(path).is_none());
+    device_is_or_below(key, path)
+}
+
 /// The indices 0 to 99 in decimal, two digits each ("00", "01", ... "99"):
 /// a sequence's first hundred elements take their name from here, without
 /// formatting or a UTF-8 check.
@@ -145,6 +235,53 @@ mod tests {
     fn index_buffers_spell_the_number() {
         for n in (0..1000).chain([usize::MAX]) {
             assert_eq!(IndexBuf::new(n).as_str(), n.to_string());
+        }
+    }
+
+    /// `classify` and `within_raw` agree with splitting the key and asking
+    /// `under` and `within`, on every combination of these pieces.
+    #[test]
+    fn raw_keys_classify_as_their_split_parts_do() {
+        let pieces = [
+            "", "a", "b", "ab", "a.b", "a.", ".a", "0", "10", "1", "items", "items.0",
+            "items.0.x", "\x1f", "a\x1fb", "\x1fa", "a\x1f", "..", "a..b", "\u{e9}",
+        ];
+        let mut keys: Vec<String> = Vec::new();
+        for a in pieces {
+            for b in pieces {
+                keys.push(format!("{a}{b}"));
+                keys.push(format!("{a}\x1f{b}"));
+                keys.push(format!("{a}.{b}"));
+            }
+        }
+        for key in &keys {
+            let (d, p) = match key.find('\x1f') {
+                Some(i) => (&key[..i], &key[i + 1..]),
+                None => ("", key.as_str()),
+            };
+            for path in pieces.iter().filter(|p| !p.contains('\x1f')) {
+                let prefix = format!("{path}\x1f");
+                for seg in pieces {
+                    let want = if (d, p) == (*path, seg) {
+                        Class::Scalar
+                    } else if under(d, path, seg) {
+                        Class::Container
+                    } else {
+                        Class::Other
+                    };
+                    match classify(key.as_bytes(), prefix.as_bytes(), seg.as_bytes()) {
+                        Some(got) => assert_eq!(got, want, "{key:?} in {path:?} for {seg:?}"),
+                        None => assert!(seg.is_empty()),
+                    }
+                }
+                if !path.is_empty() {
+                    assert_eq!(
+                        within_raw(key.as_bytes(), path.as_bytes()),
+                        within(d, path),
+                        "{key:?} within {path:?}"
+                    );
+                }
+            }
         }
     }
 
