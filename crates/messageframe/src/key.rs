@@ -99,7 +99,6 @@ pub(crate) fn le_value(b: &[u8]) -> u64 {
     }
 }
 
-
 /// [`short_word`] of the `n` (at most 8) bytes that `v` spells little-endian.
 #[inline(always)]
 fn short_word_of(v: u64, n: usize) -> u64 {

@@ -20,17 +20,19 @@ use ::serde::de::{self, DeserializeSeed, Visitor};
 use ::serde::forward_to_deserialize_any;
 
 use super::error::{Error, ErrorKind};
-use super::path::{classify, join, same, under, within, within_raw, Class, IndexBuf};
+use super::path::{
+    classify, join, path_str, push_segment, same, under, within, within_raw, Class, IndexBuf,
+};
 use super::source::{BytesSource, Found, Source};
 use crate::decode::Decoder;
 use crate::hooks::count_comparisons;
-use crate::key::{SEPARATOR, SEPARATOR_BYTE};
+use crate::key::{bytes_eq, find_separator, SEPARATOR_BYTE};
 
 type Result<T> = std::result::Result<T, Error>;
 
 thread_local! {
     /// The key prefix buffer, reused across calls.
-    static KEY: RefCell<String> = const { RefCell::new(String::new()) };
+    static KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Deserializes a `T` from `src`.
@@ -50,7 +52,7 @@ where
 {
     let mut key = KEY.with(|p| std::mem::take(&mut *p.borrow_mut()));
     key.clear();
-    key.push(SEPARATOR);
+    key.push(SEPARATOR_BYTE);
     let mut de = De {
         src,
         key,
@@ -83,7 +85,7 @@ struct De<'de, S> {
     /// from the top level down to it, joined by `.`), then U+001F; `"\x1F"`
     /// at the top level. A field at the cursor is recognised by comparing
     /// the raw key with this prefix and the field's name.
-    key: String,
+    key: Vec<u8>,
     /// Whether the path holds no U+001F (a map key read from a parameter's
     /// name can): then raw keys compare with the prefix as bytes
     /// ([`classify`]); otherwise every field goes the general way.
@@ -117,7 +119,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
     /// The current container's path.
     #[inline(always)]
     fn path(&self) -> &str {
-        &self.key[..self.key.len() - 1]
+        path_str(&self.key[..self.key.len() - 1])
     }
 
     /// Makes the field `seg` of the current container the current one.
@@ -127,12 +129,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
             base: self.base(),
             clean: self.clean,
         };
-        self.key.truncate(parent.base);
-        if parent.base > 0 {
-            self.key.push('.');
-        }
-        self.key.push_str(seg);
-        self.key.push(SEPARATOR);
+        push_segment(&mut self.key, parent.base, seg.as_bytes());
         if self.clean && seg.as_bytes().contains(&SEPARATOR_BYTE) {
             self.clean = false;
         }
@@ -143,7 +140,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
     #[inline]
     fn leave(&mut self, parent: Parent) {
         self.key.truncate(parent.base);
-        self.key.push(SEPARATOR);
+        self.key.push(SEPARATOR_BYTE);
         self.clean = parent.clean;
     }
 
@@ -155,7 +152,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
     fn locate(&mut self, seg: &str) -> Found<'de> {
         if self.clean {
             if let Some(key) = self.src.head_key() {
-                match classify(key, self.key.as_bytes(), seg.as_bytes()) {
+                match classify(key, &self.key, seg.as_bytes()) {
                     Some(Class::Scalar) => {
                         if let Some(found) = self.src.take_head() {
                             return found;
@@ -170,6 +167,40 @@ impl<'de, S: Source<'de>> De<'de, S> {
         self.locate_slow(seg)
     }
 
+    /// [`locate`](Self::locate) for element `seg` (an index: digits only)
+    /// of the current container, a sequence. An element in the order it was
+    /// written is a container whose first key at the cursor is
+    /// `path.seg␟…` or `path.seg.…␟…`: recognised by comparing that key's
+    /// start with the path and the index, without [`classify`]'s other
+    /// cases (an index is never empty and holds no separator, so a key
+    /// that starts so is below the element). Anything else goes the
+    /// general way.
+    #[inline(always)]
+    fn locate_element(&mut self, seg: &str) -> Found<'de> {
+        debug_assert!(!seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()));
+        let base = self.base();
+        if self.clean && base > 0 {
+            if let Some(key) = self.src.head_key() {
+                let s = seg.as_bytes();
+                let end = base + 1 + s.len();
+                if key.len() > end
+                    && key[base] == b'.'
+                    && bytes_eq(&key[..base], &self.key[..base])
+                    && bytes_eq(&key[base + 1..end], s)
+                {
+                    match key[end] {
+                        SEPARATOR_BYTE => return Found::Container,
+                        b'.' if find_separator(&key[end + 1..]).is_some() => {
+                            return Found::Container
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        self.locate(seg)
+    }
+
     /// [`locate`](Self::locate) through the source's parsed parameters.
     #[inline(never)]
     fn locate_slow(&mut self, seg: &str) -> Found<'de> {
@@ -177,12 +208,12 @@ impl<'de, S: Source<'de>> De<'de, S> {
         // one has): what is there is the first occurrence of its key.
         // After a jump, by lookup only.
         let base = self.base();
-        if let Some(v) = self.src.take(&self.key[..base], seg) {
+        if let Some(v) = self.src.take(path_str(&self.key[..base]), seg) {
             return v.into();
         }
         if !self.src.jumped() {
             if let Some((d, _, _)) = self.src.peek() {
-                if under(d, &self.key[..base], seg) {
+                if under(d, path_str(&self.key[..base]), seg) {
                     return Found::Container;
                 }
             }
@@ -194,11 +225,11 @@ impl<'de, S: Source<'de>> De<'de, S> {
     #[inline(never)]
     fn locate_away(&mut self, seg: &str) -> Found<'de> {
         let base = self.base();
-        if let Some(v) = self.src.find(&self.key[..base], seg) {
+        if let Some(v) = self.src.find(path_str(&self.key[..base]), seg) {
             return v.into();
         }
         let parent = self.enter(seg);
-        let path = &self.key[..self.key.len() - 1];
+        let path = path_str(&self.key[..self.key.len() - 1]);
         let found = if let Some(a) = self.src.attachment(path) {
             Found::Attachment(a)
         } else if self.src.seek_device(path) {
@@ -218,7 +249,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
         if self.clean && base > 0 {
             loop {
                 match self.src.head_key() {
-                    Some(key) if within_raw(key, &self.key.as_bytes()[..base]) => self.src.bump(),
+                    Some(key) if within_raw(key, &self.key[..base]) => self.src.bump(),
                     Some(_) => return,
                     None => break,
                 }
@@ -231,7 +262,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
     fn skip_within_slow(&mut self) {
         let base = self.base();
         while let Some((d, _, _)) = self.src.peek() {
-            let path = &self.key[..base];
+            let path = path_str(&self.key[..base]);
             if within(d, path) && !(path.is_empty() && d.is_empty()) {
                 self.src.bump();
             } else {
@@ -242,7 +273,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
 
     #[cold]
     fn path_of(&self, base: usize, seg: &str) -> String {
-        let mut p = self.key[..base].to_owned();
+        let mut p = path_str(&self.key[..base]).to_owned();
         join(&mut p, seg);
         p
     }
@@ -405,7 +436,7 @@ impl<'de, S: Source<'de>> de::SeqAccess<'de> for SeqDe<'_, 'de, S> {
         let seg = index.as_str();
         self.next += 1;
         debug_assert_eq!(self.de.base(), self.base);
-        let found = self.de.locate(seg);
+        let found = self.de.locate_element(seg);
         if self.len.is_none() && matches!(found, Found::Absent) {
             return Ok(None);
         }
@@ -529,7 +560,7 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
     fn collect_rest(&mut self) -> Vec<(&'de str, Found<'de>)> {
         let mut rest: Vec<(&'de str, Found<'de>)> = Vec::new();
         let de = &mut *self.de;
-        let path = &de.key[..de.key.len() - 1];
+        let path = path_str(&de.key[..de.key.len() - 1]);
         let given = &mut self.given;
         de.src.within(path, &mut |d, p, v| {
             let entry = if d == path {

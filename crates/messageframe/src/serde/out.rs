@@ -3,6 +3,7 @@
 //! in between.
 
 use super::error::{Error, ErrorKind};
+use super::path::path_str;
 use crate::encode::{
     write_bool_pair, write_double_pair, write_header, write_int_pair, write_str_pair,
 };
@@ -23,14 +24,14 @@ const MAX_LEN: usize = u32::MAX as usize;
 pub(crate) trait Target {
     /// The parameter `(device, param)`, given as `prefix`, the device
     /// followed by U+001F, and `param`: the key's bytes in two pieces.
-    fn put(&mut self, prefix: &str, param: &str, value: ValueRef<'_>) -> Result<()>;
+    fn put(&mut self, prefix: &[u8], param: &str, value: ValueRef<'_>) -> Result<()>;
     fn attach(&mut self, name: &str, data: &[u8]) -> Result<()>;
 }
 
 impl Target for Frame {
     #[inline(always)]
-    fn put(&mut self, prefix: &str, param: &str, value: ValueRef<'_>) -> Result<()> {
-        self.add(&prefix[..prefix.len() - 1], param, value);
+    fn put(&mut self, prefix: &[u8], param: &str, value: ValueRef<'_>) -> Result<()> {
+        self.add(path_str(&prefix[..prefix.len() - 1]), param, value);
         Ok(())
     }
 
@@ -184,9 +185,9 @@ fn too_long(len: usize) -> Error {
 
 impl Target for Wire<'_> {
     #[inline(always)]
-    fn put(&mut self, prefix: &str, param: &str, value: ValueRef<'_>) -> Result<()> {
+    fn put(&mut self, prefix: &[u8], param: &str, value: ValueRef<'_>) -> Result<()> {
         let out = &mut *self.out;
-        write_key(out, prefix.as_bytes(), param.as_bytes())?;
+        write_key(out, prefix, param.as_bytes())?;
         match value {
             ValueRef::Int(v) => write_int_pair(out, v),
             ValueRef::Double(v) => write_double_pair(out, v),

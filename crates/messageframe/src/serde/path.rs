@@ -1,7 +1,7 @@
 //! Field paths: how nested names join into device names.
 
 use super::error::{Error, ErrorKind};
-use crate::key::{bytes_eq, find_separator, SEPARATOR_BYTE};
+use crate::key::{bytes_eq, find_separator, le_value16, SEPARATOR_BYTE};
 
 /// Appends segment `seg` to the device path `path` (`.` between them).
 #[inline]
@@ -79,6 +79,42 @@ pub(crate) fn within(device: &str, path: &str) -> bool {
             Some(tail) => tail.first().map_or(true, |&b| b == b'.'),
             None => false,
         }
+}
+
+/// Makes `prefix` (a key prefix: a path, then U+001F) the prefix of the
+/// container `seg` below the path `prefix[..base]`: that path, `.` unless
+/// it is the top level, `seg`, U+001F. Up to 14 bytes of `seg` (every name
+/// and index of a typical record) go in as one 16-byte store of the pieces
+/// joined in a register, then cut back: entering a container is on the
+/// path of every element of a sequence, and a copy of a length known only
+/// at run time is a call to `memcpy` that costs more than these bytes.
+#[inline(always)]
+pub(crate) fn push_segment(prefix: &mut Vec<u8>, base: usize, seg: &[u8]) {
+    prefix.truncate(base);
+    let dot = usize::from(base > 0);
+    if seg.len() <= 14 && prefix.capacity() - base >= 16 {
+        // At most 15 bytes before the separator: every shift is below 128.
+        let word = u128::from(b'.') * dot as u128
+            | le_value16(seg) << (8 * dot)
+            | u128::from(SEPARATOR_BYTE) << (8 * (dot + seg.len()));
+        prefix.extend_from_slice(&word.to_le_bytes());
+        prefix.truncate(base + dot + seg.len() + 1);
+    } else {
+        if dot == 1 {
+            prefix.push(b'.');
+        }
+        prefix.extend_from_slice(seg);
+        prefix.push(SEPARATOR_BYTE);
+    }
+}
+
+/// The text of a path held as bytes (a key prefix's start): joined from
+/// `&str` names, `.` and U+001F, so always valid UTF-8.
+#[inline]
+pub(crate) fn path_str(path: &[u8]) -> &str {
+    let s = crate::utf8::str_from(path);
+    debug_assert!(s.is_ok());
+    s.unwrap_or_default()
 }
 
 /// What a parameter's raw key (its bytes on the wire, not split) is to the
@@ -243,8 +279,26 @@ mod tests {
     #[test]
     fn raw_keys_classify_as_their_split_parts_do() {
         let pieces = [
-            "", "a", "b", "ab", "a.b", "a.", ".a", "0", "10", "1", "items", "items.0",
-            "items.0.x", "\x1f", "a\x1fb", "\x1fa", "a\x1f", "..", "a..b", "\u{e9}",
+            "",
+            "a",
+            "b",
+            "ab",
+            "a.b",
+            "a.",
+            ".a",
+            "0",
+            "10",
+            "1",
+            "items",
+            "items.0",
+            "items.0.x",
+            "\x1f",
+            "a\x1fb",
+            "\x1fa",
+            "a\x1f",
+            "..",
+            "a..b",
+            "\u{e9}",
         ];
         let mut keys: Vec<String> = Vec::new();
         for a in pieces {
@@ -279,6 +333,48 @@ mod tests {
                         within_raw(key.as_bytes(), path.as_bytes()),
                         within(d, path),
                         "{key:?} within {path:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// `push_segment` gives what joining the path and the segment as text
+    /// gives, whether the segment goes in as one store or piece by piece
+    /// (long segments, a buffer without room).
+    #[test]
+    fn push_segment_joins_as_join_does() {
+        let segs = [
+            "",
+            "0",
+            "7",
+            "12",
+            "sku",
+            "items",
+            "price_eur",
+            "exactly_14_byt",
+            "fifteen_bytes__",
+            "a.b",
+            "\u{e9}t\u{e9}",
+            "a_much_longer_segment_name_than_sixteen",
+        ];
+        for path in ["", "a", "order", "items.12", "a.b.c.d.e.f.g.h.i.j"] {
+            for seg in segs {
+                for spare in [0, 3, 64] {
+                    let mut prefix = Vec::with_capacity(path.len() + 1 + spare);
+                    prefix.extend_from_slice(path.as_bytes());
+                    prefix.push(SEPARATOR_BYTE);
+                    // Something past the path, as a sibling's prefix leaves.
+                    prefix.extend_from_slice(b"junk");
+                    prefix.shrink_to(path.len() + 1 + spare);
+                    push_segment(&mut prefix, path.len(), seg.as_bytes());
+                    let mut want = path.to_owned();
+                    join(&mut want, seg);
+                    want.push('\x1f');
+                    assert_eq!(prefix, want.as_bytes(), "{path:?} + {seg:?}, {spare} spare");
+                    assert_eq!(
+                        path_str(&prefix[..prefix.len() - 1]),
+                        &want[..want.len() - 1]
                     );
                 }
             }

@@ -7,10 +7,10 @@ use ::serde::ser::{self, Impossible, Serialize};
 
 use super::error::{Error, ErrorKind};
 use super::out::{Target, Wire};
-use super::path::{check_device_segment, check_param, join, IndexBuf};
-use crate::key::SEPARATOR;
+use super::path::{check_device_segment, check_param, join, path_str, push_segment, IndexBuf};
 use crate::frame::Frame;
 use crate::header::Header;
+use crate::key::SEPARATOR_BYTE;
 use crate::value::ValueRef;
 
 type Result<T> = std::result::Result<T, Error>;
@@ -23,13 +23,13 @@ thread_local! {
     /// reused across calls so that serializing into a reused frame or
     /// buffer allocates nothing.
     static BUFFERS: RefCell<Buffers> = const {
-        RefCell::new(Buffers { prefix: String::new(), key: String::new(), attachments: Vec::new() })
+        RefCell::new(Buffers { prefix: Vec::new(), key: String::new(), attachments: Vec::new() })
     };
 }
 
 #[derive(Default)]
 struct Buffers {
-    prefix: String,
+    prefix: Vec<u8>,
     key: String,
     attachments: Vec<u8>,
 }
@@ -40,7 +40,7 @@ struct Buffers {
 fn with_buffers<R>(f: impl FnOnce(&mut Buffers) -> R) -> R {
     let mut buffers = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
     buffers.prefix.clear();
-    buffers.prefix.push(SEPARATOR);
+    buffers.prefix.push(SEPARATOR_BYTE);
     buffers.key.clear();
     let result = f(&mut buffers);
     BUFFERS.with(|b| *b.borrow_mut() = buffers);
@@ -101,7 +101,7 @@ struct Ser<'f, O> {
     /// at the top level. A parameter's key is this prefix and its name,
     /// written as two copies, without composing anything per parameter;
     /// a nested container extends it once, on entry.
-    prefix: String,
+    prefix: Vec<u8>,
     /// Scratch for a map key between `serialize_key` and `serialize_value`.
     key: String,
 }
@@ -122,12 +122,7 @@ impl<O: Target> Ser<'_, O> {
             check_device_segment(seg)?;
         }
         let base = self.base();
-        self.prefix.truncate(base);
-        if base > 0 {
-            self.prefix.push('.');
-        }
-        self.prefix.push_str(seg);
-        self.prefix.push(SEPARATOR);
+        push_segment(&mut self.prefix, base, seg.as_bytes());
         Ok(base)
     }
 
@@ -135,7 +130,7 @@ impl<O: Target> Ser<'_, O> {
     #[inline]
     fn leave(&mut self, base: usize) {
         self.prefix.truncate(base);
-        self.prefix.push(SEPARATOR);
+        self.prefix.push(SEPARATOR_BYTE);
     }
 
     #[inline(always)]
@@ -165,7 +160,7 @@ impl<O: Target> Ser<'_, O> {
     /// for an error.
     #[cold]
     fn path_of(&self, base: usize, seg: &str) -> String {
-        let mut p = self.prefix[..base].to_owned();
+        let mut p = path_str(&self.prefix[..base]).to_owned();
         join(&mut p, seg);
         p
     }
@@ -406,8 +401,11 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         let ser = self.ser;
         let base = ser.base();
         ser.prefix.truncate(base);
-        join(&mut ser.prefix, self.seg);
-        let result = ser.out.attach(&ser.prefix, v);
+        if base > 0 {
+            ser.prefix.push(b'.');
+        }
+        ser.prefix.extend_from_slice(self.seg.as_bytes());
+        let result = ser.out.attach(path_str(&ser.prefix), v);
         ser.leave(base);
         result
     }
