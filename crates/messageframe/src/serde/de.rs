@@ -26,7 +26,7 @@ use super::path::{
 use super::source::{BytesSource, Found, Source};
 use crate::decode::Decoder;
 use crate::hooks::count_comparisons;
-use crate::key::{bytes_eq, find_separator, SEPARATOR_BYTE};
+use crate::key::{bytes_eq, find_separator, le_value16, SEPARATOR_BYTE};
 
 type Result<T> = std::result::Result<T, Error>;
 
@@ -57,6 +57,7 @@ where
         src,
         key,
         clean: true,
+        word: prefix_word(&[SEPARATOR_BYTE]),
         depth: 0,
         _de: PhantomData,
     };
@@ -90,6 +91,9 @@ struct De<'de, S> {
     /// name can): then raw keys compare with the prefix as bytes
     /// ([`classify`]); otherwise every field goes the general way.
     clean: bool,
+    /// `key`'s bytes as a little-endian integer ([`prefix_word`]), while
+    /// it is shorter than 16 bytes.
+    word: u128,
     /// Containers entered and not left: at most [`MAX_DEPTH`].
     depth: usize,
     _de: PhantomData<&'de ()>,
@@ -101,11 +105,25 @@ struct De<'de, S> {
 /// (serde_json stops at 128 too).
 const MAX_DEPTH: usize = 128;
 
+/// A key prefix's bytes as the little-endian integer they spell, when it
+/// is shorter than 16 bytes (0 otherwise, never read then): a key at the
+/// cursor is the field `seg`'s own when it spells this word with `seg`'s
+/// shifted past it.
+#[inline(always)]
+fn prefix_word(prefix: &[u8]) -> u128 {
+    if prefix.len() < 16 {
+        le_value16(prefix)
+    } else {
+        0
+    }
+}
+
 /// Where [`De::enter`] came from, for [`De::leave`].
 #[derive(Clone, Copy)]
 struct Parent {
     base: usize,
     clean: bool,
+    word: u128,
 }
 
 impl<'de, S: Source<'de>> De<'de, S> {
@@ -128,9 +146,11 @@ impl<'de, S: Source<'de>> De<'de, S> {
         let parent = Parent {
             base: self.base(),
             clean: self.clean,
+            word: self.word,
         };
         push_segment(&mut self.key, parent.base, seg.as_bytes());
-        if self.clean && seg.as_bytes().contains(&SEPARATOR_BYTE) {
+        self.word = prefix_word(&self.key);
+        if self.clean && find_separator(seg.as_bytes()).is_some() {
             self.clean = false;
         }
         parent
@@ -142,6 +162,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
         self.key.truncate(parent.base);
         self.key.push(SEPARATOR_BYTE);
         self.clean = parent.clean;
+        self.word = parent.word;
     }
 
     /// What the frame holds for field `seg` of the current container. At
@@ -152,7 +173,20 @@ impl<'de, S: Source<'de>> De<'de, S> {
     fn locate(&mut self, seg: &str) -> Found<'de> {
         if self.clean {
             if let Some(key) = self.src.head_key() {
-                match classify(key, &self.key, seg.as_bytes()) {
+                // The field's own parameter, its key of at most 16 bytes
+                // (every key of the Order record) compared whole with the
+                // prefix's word and `seg` joined in a register.
+                let (n, s) = (self.key.len(), seg.as_bytes());
+                if n < 16
+                    && key.len() == n + s.len()
+                    && key.len() <= 16
+                    && le_value16(key) == self.word | le_value16(s) << (8 * n)
+                {
+                    if let Some(found) = self.src.take_head() {
+                        return found;
+                    }
+                }
+                match classify(key, &self.key, s) {
                     Some(Class::Scalar) => {
                         if let Some(found) = self.src.take_head() {
                             return found;
