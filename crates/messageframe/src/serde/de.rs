@@ -21,7 +21,8 @@ use ::serde::forward_to_deserialize_any;
 
 use super::error::{Error, ErrorKind};
 use super::path::{
-    classify, join, path_str, push_segment, same, under, within, within_raw, Class, IndexBuf,
+    classify, join, path_str, prefix_word, push_segment, same, under, within, within_raw, Class,
+    IndexBuf,
 };
 use super::source::{BytesSource, Found, Source};
 use crate::decode::Decoder;
@@ -104,19 +105,6 @@ struct De<'de, S> {
 /// would otherwise recurse once per name, past the end of the stack
 /// (serde_json stops at 128 too).
 const MAX_DEPTH: usize = 128;
-
-/// A key prefix's bytes as the little-endian integer they spell, when it
-/// is shorter than 16 bytes (0 otherwise, never read then): a key at the
-/// cursor is the field `seg`'s own when it spells this word with `seg`'s
-/// shifted past it.
-#[inline(always)]
-fn prefix_word(prefix: &[u8]) -> u128 {
-    if prefix.len() < 16 {
-        le_value16(prefix)
-    } else {
-        0
-    }
-}
 
 /// Where [`De::enter`] came from, for [`De::leave`].
 #[derive(Clone, Copy)]

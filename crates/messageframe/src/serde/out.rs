@@ -23,14 +23,15 @@ const MAX_LEN: usize = u32::MAX as usize;
 /// Receives the serializer's parameters and attachments, in order.
 pub(crate) trait Target {
     /// The parameter `(device, param)`, given as `prefix`, the device
-    /// followed by U+001F, and `param`: the key's bytes in two pieces.
-    fn put(&mut self, prefix: &[u8], param: &str, value: ValueRef<'_>) -> Result<()>;
+    /// followed by U+001F, and `param`: the key's bytes in two pieces;
+    /// `word` is `prefix`'s [`prefix_word`](super::path::prefix_word).
+    fn put(&mut self, prefix: &[u8], word: u128, param: &str, value: ValueRef<'_>) -> Result<()>;
     fn attach(&mut self, name: &str, data: &[u8]) -> Result<()>;
 }
 
 impl Target for Frame {
     #[inline(always)]
-    fn put(&mut self, prefix: &[u8], param: &str, value: ValueRef<'_>) -> Result<()> {
+    fn put(&mut self, prefix: &[u8], _: u128, param: &str, value: ValueRef<'_>) -> Result<()> {
         self.add(path_str(&prefix[..prefix.len() - 1]), param, value);
         Ok(())
     }
@@ -148,13 +149,14 @@ impl<'b> Wire<'b> {
 /// 16-byte store of the three pieces joined in a register, instead of three
 /// appends, each with its own check of room.
 #[inline(always)]
-fn write_key(out: &mut Vec<u8>, prefix: &[u8], param: &[u8]) -> Result<()> {
+fn write_key(out: &mut Vec<u8>, prefix: &[u8], word: u128, param: &[u8]) -> Result<()> {
     let n = prefix.len() + param.len();
     if n < 16 && out.capacity() - out.len() >= 16 {
-        // `n < 16`: both pieces fit `le_value16`; the shift is 128 only for
-        // an empty `param`, which adds nothing.
+        // `n < 16`: the prefix is shorter than 16 bytes (so `word` spells
+        // it) and `param` fits `le_value16`; the shift is 128 only for an
+        // empty `param`, which adds nothing.
         let word = (0xa0 | n as u128)
-            | le_value16(prefix) << 8
+            | word << 8
             | le_value16(param)
                 .checked_shl(8 * (1 + prefix.len() as u32))
                 .unwrap_or(0);
@@ -185,9 +187,9 @@ fn too_long(len: usize) -> Error {
 
 impl Target for Wire<'_> {
     #[inline(always)]
-    fn put(&mut self, prefix: &[u8], param: &str, value: ValueRef<'_>) -> Result<()> {
+    fn put(&mut self, prefix: &[u8], word: u128, param: &str, value: ValueRef<'_>) -> Result<()> {
         let out = &mut *self.out;
-        write_key(out, prefix, param.as_bytes())?;
+        write_key(out, prefix, word, param.as_bytes())?;
         match value {
             ValueRef::Int(v) => write_int_pair(out, v),
             ValueRef::Double(v) => write_double_pair(out, v),

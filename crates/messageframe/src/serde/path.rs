@@ -94,7 +94,7 @@ pub(crate) fn push_segment(prefix: &mut Vec<u8>, base: usize, seg: &[u8]) {
     let dot = usize::from(base > 0);
     if seg.len() <= 14 && prefix.capacity() - base >= 16 {
         // At most 15 bytes before the separator: every shift is below 128.
-        let word = u128::from(b'.') * dot as u128
+        let word = (u128::from(b'.') * dot as u128)
             | le_value16(seg) << (8 * dot)
             | u128::from(SEPARATOR_BYTE) << (8 * (dot + seg.len()));
         prefix.extend_from_slice(&word.to_le_bytes());
@@ -105,6 +105,19 @@ pub(crate) fn push_segment(prefix: &mut Vec<u8>, base: usize, seg: &[u8]) {
         }
         prefix.extend_from_slice(seg);
         prefix.push(SEPARATOR_BYTE);
+    }
+}
+
+/// A key prefix's bytes as the little-endian integer they spell, when it
+/// is shorter than 16 bytes (0 otherwise, never read then): a key at the
+/// cursor is the field `seg`'s own when it spells this word with `seg`'s
+/// shifted past it.
+#[inline(always)]
+pub(crate) fn prefix_word(prefix: &[u8]) -> u128 {
+    if prefix.len() < 16 {
+        le_value16(prefix)
+    } else {
+        0
     }
 }
 
@@ -216,28 +229,30 @@ const TWO_DIGITS: &str = "\
     8081828384858687888990919293949596979899";
 
 /// A sequence index in decimal, on the stack.
-pub(crate) struct IndexBuf {
-    buf: [u8; 20],
-    start: usize,
-    /// The index's text when it is below 100.
-    small: &'static str,
+pub(crate) enum IndexBuf {
+    /// Below 100: its text in [`TWO_DIGITS`].
+    Small(&'static str),
+    /// Its digits, from `start` to the end.
+    Big { buf: [u8; 20], start: usize },
 }
 
 impl IndexBuf {
-    #[inline]
+    /// Inlined for the first hundred indices (a slice of [`TWO_DIGITS`]);
+    /// formatted out of line beyond.
+    #[inline(always)]
     pub(crate) fn new(n: usize) -> Self {
-        let mut buf = [0u8; 20];
         if n < 100 {
             // One digit is the second of its two-digit form.
             let at = 2 * n + usize::from(n < 10);
-            return IndexBuf {
-                buf,
-                start: 0,
-                small: &TWO_DIGITS[at..2 * n + 2],
-            };
+            return IndexBuf::Small(&TWO_DIGITS[at..2 * n + 2]);
         }
+        Self::big(n)
+    }
+
+    #[inline(never)]
+    fn big(mut n: usize) -> Self {
+        let mut buf = [0u8; 20];
         let mut start = buf.len();
-        let mut n = n;
         loop {
             start -= 1;
             buf[start] = b'0' + (n % 10) as u8;
@@ -246,20 +261,16 @@ impl IndexBuf {
                 break;
             }
         }
-        IndexBuf {
-            buf,
-            start,
-            small: "",
-        }
+        IndexBuf::Big { buf, start }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn as_str(&self) -> &str {
-        if !self.small.is_empty() {
-            return self.small;
+        match self {
+            IndexBuf::Small(s) => s,
+            // Only ASCII digits were written: the ASCII fast path.
+            IndexBuf::Big { buf, start } => crate::utf8::str_from(&buf[*start..]).unwrap_or(""),
         }
-        // Only ASCII digits were written: the ASCII fast path.
-        crate::utf8::str_from(&self.buf[self.start..]).unwrap_or("")
     }
 }
 

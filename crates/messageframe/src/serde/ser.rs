@@ -7,7 +7,9 @@ use ::serde::ser::{self, Impossible, Serialize};
 
 use super::error::{Error, ErrorKind};
 use super::out::{Target, Wire};
-use super::path::{check_device_segment, check_param, join, path_str, push_segment, IndexBuf};
+use super::path::{
+    check_device_segment, check_param, join, path_str, prefix_word, push_segment, IndexBuf,
+};
 use crate::frame::Frame;
 use crate::header::Header;
 use crate::key::SEPARATOR_BYTE;
@@ -51,6 +53,7 @@ fn with_buffers<R>(f: impl FnOnce(&mut Buffers) -> R) -> R {
 fn run<T: ?Sized + Serialize, O: Target>(value: &T, out: &mut O, b: &mut Buffers) -> Result<()> {
     let mut ser = Ser {
         out,
+        word: prefix_word(&b.prefix),
         prefix: std::mem::take(&mut b.prefix),
         key: std::mem::take(&mut b.key),
     };
@@ -102,6 +105,10 @@ struct Ser<'f, O> {
     /// written as two copies, without composing anything per parameter;
     /// a nested container extends it once, on entry.
     prefix: Vec<u8>,
+    /// `prefix`'s bytes as a little-endian integer ([`prefix_word`]),
+    /// while it is shorter than 16 bytes: what every key written in the
+    /// container starts with.
+    word: u128,
     /// Scratch for a map key between `serialize_key` and `serialize_value`.
     key: String,
 }
@@ -123,6 +130,7 @@ impl<O: Target> Ser<'_, O> {
         }
         let base = self.base();
         push_segment(&mut self.prefix, base, seg.as_bytes());
+        self.word = prefix_word(&self.prefix);
         Ok(base)
     }
 
@@ -131,6 +139,7 @@ impl<O: Target> Ser<'_, O> {
     fn leave(&mut self, base: usize) {
         self.prefix.truncate(base);
         self.prefix.push(SEPARATOR_BYTE);
+        self.word = prefix_word(&self.prefix);
     }
 
     #[inline(always)]
@@ -141,7 +150,7 @@ impl<O: Target> Ser<'_, O> {
         if self.prefix.len() == 1 {
             check_param(param)?;
         }
-        self.out.put(&self.prefix, param, value)
+        self.out.put(&self.prefix, self.word, param, value)
     }
 
     /// A length, as the Int64 at the collection `seg`'s own key (a
@@ -153,7 +162,8 @@ impl<O: Target> Ser<'_, O> {
                 target: "int64",
             })
         })?;
-        self.out.put(&self.prefix, seg, ValueRef::Int(len))
+        self.out
+            .put(&self.prefix, self.word, seg, ValueRef::Int(len))
     }
 
     /// The path of `seg` in the container whose device is `prefix[..base]`,
