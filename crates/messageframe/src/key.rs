@@ -99,24 +99,6 @@ pub(crate) fn le_value(b: &[u8]) -> u64 {
     }
 }
 
-/// Appends `s` to `out` as one fixed-size 8-byte write cut back to `s`'s
-/// length, when `s` is at most 8 bytes and `out` has room for 8 more;
-/// returns whether it did (the caller then copies the usual way). A copy of
-/// a length known only at run time is a call to `memcpy`, which costs more
-/// than the copy for the short names and values frames are made of. The
-/// bytes written past `s` and cut off are zeros.
-#[cfg(feature = "serde")]
-#[inline(always)]
-pub(crate) fn append_short(out: &mut Vec<u8>, s: &[u8]) -> bool {
-    let len = out.len();
-    if s.len() > 8 || out.capacity() - len < 8 {
-        return false;
-    }
-    out.extend_from_slice(&le_value(s).to_le_bytes());
-    out.truncate(len + s.len());
-    true
-}
-
 /// [`short_word`] of the `n` (at most 8) bytes that `v` spells little-endian.
 #[inline(always)]
 fn short_word_of(v: u64, n: usize) -> u64 {

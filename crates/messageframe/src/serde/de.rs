@@ -20,17 +20,20 @@ use ::serde::de::{self, DeserializeSeed, Visitor};
 use ::serde::forward_to_deserialize_any;
 
 use super::error::{Error, ErrorKind};
-use super::path::{join, same, under, within, IndexBuf};
-use super::source::{BytesSource, Source};
+use super::path::{
+    classify, join, path_str, prefix_word, push_segment, same, under, within, within_raw, Class,
+    IndexBuf,
+};
+use super::source::{BytesSource, Found, Source};
 use crate::decode::Decoder;
 use crate::hooks::count_comparisons;
-use crate::value::ValueRef;
+use crate::key::{bytes_eq, find_separator, le_value16, SEPARATOR_BYTE};
 
 type Result<T> = std::result::Result<T, Error>;
 
 thread_local! {
-    /// The device path buffer, reused across calls.
-    static PATH: RefCell<String> = const { RefCell::new(String::new()) };
+    /// The key prefix buffer, reused across calls.
+    static KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Deserializes a `T` from `src`.
@@ -48,16 +51,19 @@ where
     T: de::Deserialize<'de>,
     S: Source<'de>,
 {
-    let mut path = PATH.with(|p| std::mem::take(&mut *p.borrow_mut()));
-    path.clear();
+    let mut key = KEY.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    key.clear();
+    key.push(SEPARATOR_BYTE);
     let mut de = De {
         src,
-        path,
+        key,
+        clean: true,
+        word: prefix_word(&[SEPARATOR_BYTE]),
         depth: 0,
         _de: PhantomData,
     };
     let result = T::deserialize(Top(&mut de));
-    PATH.with(|p| *p.borrow_mut() = de.path);
+    KEY.with(|p| *p.borrow_mut() = de.key);
     (result, de.src)
 }
 
@@ -77,8 +83,18 @@ pub(crate) fn from_bytes<'de, T: de::Deserialize<'de>>(bytes: &'de [u8]) -> Resu
 
 struct De<'de, S> {
     src: S,
-    /// The device of the container being read.
-    path: String,
+    /// The key prefix of the container being read: its path (the names
+    /// from the top level down to it, joined by `.`), then U+001F; `"\x1F"`
+    /// at the top level. A field at the cursor is recognised by comparing
+    /// the raw key with this prefix and the field's name.
+    key: Vec<u8>,
+    /// Whether the path holds no U+001F (a map key read from a parameter's
+    /// name can): then raw keys compare with the prefix as bytes
+    /// ([`classify`]); otherwise every field goes the general way.
+    clean: bool,
+    /// `key`'s bytes as a little-endian integer ([`prefix_word`]), while
+    /// it is shorter than 16 bytes.
+    word: u128,
     /// Containers entered and not left: at most [`MAX_DEPTH`].
     depth: usize,
     _de: PhantomData<&'de ()>,
@@ -90,56 +106,186 @@ struct De<'de, S> {
 /// (serde_json stops at 128 too).
 const MAX_DEPTH: usize = 128;
 
-/// What the frame holds for a field.
+/// Where [`De::enter`] came from, for [`De::leave`].
 #[derive(Clone, Copy)]
-enum Found<'de> {
-    /// A parameter at the field's own key.
-    Scalar(ValueRef<'de>),
-    /// No parameter, but a device of the field's name (a nested struct,
-    /// map or sequence).
-    Container,
-    /// An attachment of the field's path.
-    Attachment(&'de [u8]),
-    Absent,
+struct Parent {
+    base: usize,
+    clean: bool,
+    word: u128,
 }
 
 impl<'de, S: Source<'de>> De<'de, S> {
-    /// What the frame holds for field `seg` of the container `self.path`.
+    /// The length of the current container's path (the prefix without its
+    /// U+001F).
+    #[inline(always)]
+    fn base(&self) -> usize {
+        self.key.len() - 1
+    }
+
+    /// The current container's path.
+    #[inline(always)]
+    fn path(&self) -> &str {
+        path_str(&self.key[..self.key.len() - 1])
+    }
+
+    /// Makes the field `seg` of the current container the current one.
+    #[inline]
+    fn enter(&mut self, seg: &str) -> Parent {
+        let parent = Parent {
+            base: self.base(),
+            clean: self.clean,
+            word: self.word,
+        };
+        push_segment(&mut self.key, parent.base, seg.as_bytes());
+        self.word = prefix_word(&self.key);
+        if self.clean && find_separator(seg.as_bytes()).is_some() {
+            self.clean = false;
+        }
+        parent
+    }
+
+    /// Back to the container [`enter`](Self::enter) left.
+    #[inline]
+    fn leave(&mut self, parent: Parent) {
+        self.key.truncate(parent.base);
+        self.key.push(SEPARATOR_BYTE);
+        self.clean = parent.clean;
+        self.word = parent.word;
+    }
+
+    /// What the frame holds for field `seg` of the current container. At
+    /// the cursor, while no lookup has moved it, the raw key is compared
+    /// with the container's prefix and `seg` ([`classify`]): a field in the
+    /// order the frame was written costs that comparison alone.
+    #[inline(always)]
     fn locate(&mut self, seg: &str) -> Found<'de> {
+        if self.clean {
+            if let Some(key) = self.src.head_key() {
+                // The field's own parameter, its key of at most 16 bytes
+                // (every key of the Order record) compared whole with the
+                // prefix's word and `seg` joined in a register.
+                let (n, s) = (self.key.len(), seg.as_bytes());
+                if n < 16
+                    && key.len() == n + s.len()
+                    && key.len() <= 16
+                    && le_value16(key) == self.word | le_value16(s) << (8 * n)
+                {
+                    if let Some(found) = self.src.take_head() {
+                        return found;
+                    }
+                }
+                match classify(key, &self.key, s) {
+                    Some(Class::Scalar) => {
+                        if let Some(found) = self.src.take_head() {
+                            return found;
+                        }
+                    }
+                    Some(Class::Container) => return Found::Container,
+                    Some(Class::Other) => return self.locate_away(seg),
+                    None => {}
+                }
+            }
+        }
+        self.locate_slow(seg)
+    }
+
+    /// [`locate`](Self::locate) for element `seg` (an index: digits only)
+    /// of the current container, a sequence. An element in the order it was
+    /// written is a container whose first key at the cursor is
+    /// `path.seg␟…` or `path.seg.…␟…`: recognised by comparing that key's
+    /// start with the path and the index, without [`classify`]'s other
+    /// cases (an index is never empty and holds no separator, so a key
+    /// that starts so is below the element). Anything else goes the
+    /// general way.
+    #[inline(always)]
+    fn locate_element(&mut self, seg: &str) -> Found<'de> {
+        debug_assert!(!seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()));
+        let base = self.base();
+        if self.clean && base > 0 {
+            if let Some(key) = self.src.head_key() {
+                let s = seg.as_bytes();
+                let end = base + 1 + s.len();
+                if key.len() > end
+                    && key[base] == b'.'
+                    && bytes_eq(&key[..base], &self.key[..base])
+                    && bytes_eq(&key[base + 1..end], s)
+                {
+                    match key[end] {
+                        SEPARATOR_BYTE => return Found::Container,
+                        b'.' if find_separator(&key[end + 1..]).is_some() => {
+                            return Found::Container
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        self.locate(seg)
+    }
+
+    /// [`locate`](Self::locate) through the source's parsed parameters.
+    #[inline(never)]
+    fn locate_slow(&mut self, seg: &str) -> Found<'de> {
         // At the cursor while no lookup has moved it (`take` says no once
         // one has): what is there is the first occurrence of its key.
         // After a jump, by lookup only.
-        if let Some(v) = self.src.take(&self.path, seg) {
-            return Found::Scalar(v);
+        let base = self.base();
+        if let Some(v) = self.src.take(path_str(&self.key[..base]), seg) {
+            return v.into();
         }
         if !self.src.jumped() {
             if let Some((d, _, _)) = self.src.peek() {
-                if under(d, &self.path, seg) {
+                if under(d, path_str(&self.key[..base]), seg) {
                     return Found::Container;
                 }
             }
         }
-        if let Some(v) = self.src.find(&self.path, seg) {
-            return Found::Scalar(v);
+        self.locate_away(seg)
+    }
+
+    /// [`locate`](Self::locate) for a field not at the cursor: by lookup.
+    #[inline(never)]
+    fn locate_away(&mut self, seg: &str) -> Found<'de> {
+        let base = self.base();
+        if let Some(v) = self.src.find(path_str(&self.key[..base]), seg) {
+            return v.into();
         }
-        let base = self.path.len();
-        join(&mut self.path, seg);
-        let found = if let Some(a) = self.src.attachment(&self.path) {
+        let parent = self.enter(seg);
+        let path = path_str(&self.key[..self.key.len() - 1]);
+        let found = if let Some(a) = self.src.attachment(path) {
             Found::Attachment(a)
-        } else if self.src.seek_device(&self.path) {
+        } else if self.src.seek_device(path) {
             Found::Container
         } else {
             Found::Absent
         };
-        self.path.truncate(base);
+        self.leave(parent);
         found
     }
 
-    /// Moves the cursor past the parameters under `self.path` (what a
+    /// Moves the cursor past the parameters under the current path (what a
     /// container's reader did not consume: fields the type does not have).
+    #[inline]
     fn skip_within(&mut self) {
+        let base = self.base();
+        if self.clean && base > 0 {
+            loop {
+                match self.src.head_key() {
+                    Some(key) if within_raw(key, &self.key[..base]) => self.src.bump(),
+                    Some(_) => return,
+                    None => break,
+                }
+            }
+        }
+        self.skip_within_slow();
+    }
+
+    #[inline(never)]
+    fn skip_within_slow(&mut self) {
+        let base = self.base();
         while let Some((d, _, _)) = self.src.peek() {
-            if within(d, &self.path) && !(self.path.is_empty() && d.is_empty()) {
+            let path = path_str(&self.key[..base]);
+            if within(d, path) && !(path.is_empty() && d.is_empty()) {
                 self.src.bump();
             } else {
                 break;
@@ -147,9 +293,9 @@ impl<'de, S: Source<'de>> De<'de, S> {
         }
     }
 
-    fn path_of(&mut self, base: usize, seg: &str) -> String {
-        self.path.truncate(base);
-        let mut p = self.path.clone();
+    #[cold]
+    fn path_of(&self, base: usize, seg: &str) -> String {
+        let mut p = path_str(&self.key[..base]).to_owned();
         join(&mut p, seg);
         p
     }
@@ -184,7 +330,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Top<'_, 'de, S> {
         visitor: V,
     ) -> Result<V::Value> {
         visitor.visit_map(StructDe {
-            base: self.0.path.len(),
+            base: self.0.base(),
             de: self.0,
             fields,
             next: 0,
@@ -266,7 +412,7 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for StructDe<'_, 'de, S> {
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
         while let Some(&name) = self.fields.get(self.next) {
             self.next += 1;
-            self.de.path.truncate(self.base);
+            debug_assert_eq!(self.de.base(), self.base);
             let found = self.de.locate(name);
             if !matches!(found, Found::Absent) {
                 self.found = found;
@@ -281,7 +427,6 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for StructDe<'_, 'de, S> {
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
         let (base, seg) = (self.base, self.seg);
-        self.de.path.truncate(base);
         seed.deserialize(Value {
             de: &mut *self.de,
             base,
@@ -312,8 +457,8 @@ impl<'de, S: Source<'de>> de::SeqAccess<'de> for SeqDe<'_, 'de, S> {
         let index = IndexBuf::new(self.next);
         let seg = index.as_str();
         self.next += 1;
-        self.de.path.truncate(self.base);
-        let found = self.de.locate(seg);
+        debug_assert_eq!(self.de.base(), self.base);
+        let found = self.de.locate_element(seg);
         if self.len.is_none() && matches!(found, Found::Absent) {
             return Ok(None);
         }
@@ -400,7 +545,7 @@ struct MapDe<'a, 'de, S> {
 impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
     fn new(de: &'a mut De<'de, S>, len: Option<usize>) -> Self {
         MapDe {
-            base: de.path.len(),
+            base: de.base(),
             de,
             len,
             yielded: 0,
@@ -415,10 +560,10 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
     fn run_entry(&mut self) -> Option<(&'de str, Found<'de>)> {
         loop {
             let (d, p, v) = self.de.src.peek()?;
-            let path = &self.de.path;
+            let path = self.de.path();
             if same(d, path) {
                 self.de.src.bump();
-                return Some((p, Found::Scalar(v)));
+                return Some((p, v.into()));
             }
             if !within(d, path) {
                 return None;
@@ -436,11 +581,12 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
     /// only, in frame order.
     fn collect_rest(&mut self) -> Vec<(&'de str, Found<'de>)> {
         let mut rest: Vec<(&'de str, Found<'de>)> = Vec::new();
-        let path = self.de.path.as_str();
+        let de = &mut *self.de;
+        let path = path_str(&de.key[..de.key.len() - 1]);
         let given = &mut self.given;
-        self.de.src.within(path, &mut |d, p, v| {
+        de.src.within(path, &mut |d, p, v| {
             let entry = if d == path {
-                (p, Found::Scalar(v))
+                (p, v.into())
             } else {
                 match first_name_below(d, path) {
                     Some(seg) => (seg, Found::Container),
@@ -462,7 +608,7 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for MapDe<'_, 'de, S> {
         if self.len.is_some_and(|n| self.yielded >= n) {
             return Ok(None);
         }
-        self.de.path.truncate(self.base);
+        debug_assert_eq!(self.de.base(), self.base);
         let entry = loop {
             if let Some(rest) = &mut self.rest {
                 break rest.next();
@@ -478,9 +624,9 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for MapDe<'_, 'de, S> {
                     // A later occurrence of a key the map gave: the first
                     // wins; a container's parameters are passed over.
                     if matches!(found, Found::Container) {
-                        join(&mut self.de.path, seg);
+                        let parent = self.de.enter(seg);
                         self.de.skip_within();
-                        self.de.path.truncate(self.base);
+                        self.de.leave(parent);
                     }
                 }
                 None => self.rest = Some(self.collect_rest().into_iter()),
@@ -497,7 +643,6 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for MapDe<'_, 'de, S> {
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
         let (base, seg) = (self.base, self.key);
-        self.de.path.truncate(base);
         let value = seed
             .deserialize(Value {
                 de: &mut *self.de,
@@ -509,10 +654,9 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for MapDe<'_, 'de, S> {
         if matches!(self.found, Found::Container) && self.rest.is_none() {
             // Whatever the value's reader left of its device (all of it,
             // if it ignored the value) is skipped, so the run moves on.
-            self.de.path.truncate(base);
-            join(&mut self.de.path, seg);
+            let parent = self.de.enter(seg);
             self.de.skip_within();
-            self.de.path.truncate(base);
+            self.de.leave(parent);
         }
         Ok(value)
     }
@@ -532,44 +676,49 @@ struct Value<'a, 'de, S> {
 
 fn found_name(found: &Found<'_>) -> &'static str {
     match found {
-        Found::Scalar(v) => v.value_type().name(),
+        Found::Int(_) => "int64",
+        Found::Double(_) => "double",
+        Found::Str(_) => "string",
+        Found::Bool(_) => "bool",
+        Found::Unknown => "unknown",
         Found::Container => "a device",
         Found::Attachment(_) => "an attachment",
         Found::Absent => "nothing",
     }
 }
 
-impl<'a, 'de, S: Source<'de>> Value<'a, 'de, S> {
-    fn scalar(&self, expected: &'static str) -> Result<ValueRef<'de>> {
-        match self.found {
-            Found::Scalar(v) => Ok(v),
-            Found::Absent => Err(Error::new(ErrorKind::Missing)),
-            other => Err(Error::mismatch(expected, found_name(&other))),
-        }
+/// The error of a field that holds `found` where `expected` belongs.
+#[cold]
+fn wrong(expected: &'static str, found: Found<'_>) -> Error {
+    match found {
+        Found::Absent => Error::new(ErrorKind::Missing),
+        other => Error::mismatch(expected, found_name(&other)),
     }
+}
 
+impl<'a, 'de, S: Source<'de>> Value<'a, 'de, S> {
+    #[inline(always)]
     fn int<T: TryFrom<i64>>(&self, name: &'static str) -> Result<T> {
-        match self.scalar(name)? {
-            ValueRef::Int(v) => T::try_from(v).map_err(|_| {
+        match self.found {
+            Found::Int(v) => T::try_from(v).map_err(|_| {
                 Error::new(ErrorKind::IntegerOutOfRange {
                     value: v.into(),
                     target: name,
                 })
             }),
-            other => Err(Error::mismatch(name, other.value_type().name())),
+            other => Err(wrong(name, other)),
         }
     }
 
     /// A sequence's or map's recorded length, if the frame has one.
     fn len(&mut self, expected: &'static str) -> Result<Option<usize>> {
         match self.found {
-            Found::Scalar(ValueRef::Int(n)) => match usize::try_from(n) {
+            Found::Int(n) => match usize::try_from(n) {
                 Ok(len) if self.de.src.allows_len(len) => Ok(Some(len)),
                 _ => Err(Error::new(ErrorKind::InvalidLength(n))),
             },
             Found::Container => Ok(None),
-            Found::Absent => Err(Error::new(ErrorKind::Missing)),
-            other => Err(Error::mismatch(expected, found_name(&other))),
+            other => Err(wrong(expected, other)),
         }
     }
 
@@ -577,20 +726,21 @@ impl<'a, 'de, S: Source<'de>> Value<'a, 'de, S> {
     /// container's device as the current one and that device's length; then
     /// back to the parent, past what `read` left of the container. At most
     /// [`MAX_DEPTH`] containers deep.
+    #[inline]
     fn nested<T>(&mut self, read: impl FnOnce(&mut De<'de, S>, usize) -> Result<T>) -> Result<T> {
         if self.de.depth == MAX_DEPTH {
             return Err(Error::new(ErrorKind::TooDeep { limit: MAX_DEPTH }));
         }
-        self.de.path.truncate(self.base);
-        join(&mut self.de.path, self.seg);
-        let base = self.de.path.len();
+        debug_assert_eq!(self.de.base(), self.base);
+        let parent = self.de.enter(self.seg);
+        let base = self.de.base();
         self.de.depth += 1;
         let value = read(&mut *self.de, base);
         self.de.depth -= 1;
         if value.is_ok() {
             self.de.skip_within();
         }
-        self.de.path.truncate(self.base);
+        self.de.leave(parent);
         value
     }
 }
@@ -608,11 +758,11 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         match self.found {
-            Found::Scalar(ValueRef::Int(v)) => visitor.visit_i64(v),
-            Found::Scalar(ValueRef::Double(v)) => visitor.visit_f64(v),
-            Found::Scalar(ValueRef::String(v)) => visitor.visit_borrowed_str(v),
-            Found::Scalar(ValueRef::Bool(v)) => visitor.visit_bool(v),
-            Found::Scalar(_) => Err(Error::mismatch("a known value type", "unknown")),
+            Found::Int(v) => visitor.visit_i64(v),
+            Found::Double(v) => visitor.visit_f64(v),
+            Found::Str(v) => visitor.visit_borrowed_str(v),
+            Found::Bool(v) => visitor.visit_bool(v),
+            Found::Unknown => Err(Error::mismatch("a known value type", "unknown")),
             Found::Container => self.deserialize_map(visitor),
             Found::Attachment(a) => visitor.visit_borrowed_bytes(a),
             Found::Absent => Err(Error::new(ErrorKind::Missing)),
@@ -633,41 +783,41 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
     );
 
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.scalar("bool")? {
-            ValueRef::Bool(v) => visitor.visit_bool(v),
-            other => Err(Error::mismatch("bool", other.value_type().name())),
+        match self.found {
+            Found::Bool(v) => visitor.visit_bool(v),
+            other => Err(wrong("bool", other)),
         }
     }
     fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.scalar("f64")? {
-            ValueRef::Double(v) => visitor.visit_f64(v),
-            other => Err(Error::mismatch("f64", other.value_type().name())),
+        match self.found {
+            Found::Double(v) => visitor.visit_f64(v),
+            other => Err(wrong("f64", other)),
         }
     }
     fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.scalar("f32")? {
+        match self.found {
             // Narrowed as `as` does (to the nearest f32): an f32 written
             // by `to_frame` comes back exactly.
-            ValueRef::Double(v) => visitor.visit_f32(v as f32),
-            other => Err(Error::mismatch("f32", other.value_type().name())),
+            Found::Double(v) => visitor.visit_f32(v as f32),
+            other => Err(wrong("f32", other)),
         }
     }
     fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.scalar("a char")? {
-            ValueRef::String(s) => {
+        match self.found {
+            Found::Str(s) => {
                 let mut chars = s.chars();
                 match (chars.next(), chars.next()) {
                     (Some(c), None) => visitor.visit_char(c),
                     _ => Err(Error::mismatch("a char", "a longer or empty string")),
                 }
             }
-            other => Err(Error::mismatch("a char", other.value_type().name())),
+            other => Err(wrong("a char", other)),
         }
     }
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.scalar("a string")? {
-            ValueRef::String(s) => visitor.visit_borrowed_str(s),
-            other => Err(Error::mismatch("a string", other.value_type().name())),
+        match self.found {
+            Found::Str(s) => visitor.visit_borrowed_str(s),
+            other => Err(wrong("a string", other)),
         }
     }
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
@@ -679,8 +829,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
     fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         match self.found {
             Found::Attachment(a) => visitor.visit_borrowed_bytes(a),
-            Found::Absent => Err(Error::new(ErrorKind::Missing)),
-            other => Err(Error::mismatch("bytes (an attachment)", found_name(&other))),
+            other => Err(wrong("bytes (an attachment)", other)),
         }
     }
     fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
@@ -743,8 +892,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
     ) -> Result<V::Value> {
         match self.found {
             Found::Container => {}
-            Found::Absent => return Err(Error::new(ErrorKind::Missing)),
-            other => return Err(Error::mismatch("a struct (a device)", found_name(&other))),
+            other => return Err(wrong("a struct (a device)", other)),
         }
         self.nested(|de, base| {
             visitor.visit_map(StructDe {
@@ -763,12 +911,9 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
         _: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value> {
-        match self.scalar("a unit variant name (a string)")? {
-            ValueRef::String(s) => visitor.visit_enum(BorrowedStrDeserializer::<Error>::new(s)),
-            other => Err(Error::mismatch(
-                "a unit variant name (a string)",
-                other.value_type().name(),
-            )),
+        match self.found {
+            Found::Str(s) => visitor.visit_enum(BorrowedStrDeserializer::<Error>::new(s)),
+            other => Err(wrong("a unit variant name (a string)", other)),
         }
     }
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {

@@ -7,9 +7,12 @@ use ::serde::ser::{self, Impossible, Serialize};
 
 use super::error::{Error, ErrorKind};
 use super::out::{Target, Wire};
-use super::path::{check_device_segment, check_param, join, IndexBuf};
+use super::path::{
+    check_device_segment, check_param, join, path_str, prefix_word, push_segment, IndexBuf,
+};
 use crate::frame::Frame;
 use crate::header::Header;
+use crate::key::SEPARATOR_BYTE;
 use crate::value::ValueRef;
 
 type Result<T> = std::result::Result<T, Error>;
@@ -22,13 +25,13 @@ thread_local! {
     /// reused across calls so that serializing into a reused frame or
     /// buffer allocates nothing.
     static BUFFERS: RefCell<Buffers> = const {
-        RefCell::new(Buffers { path: String::new(), key: String::new(), attachments: Vec::new() })
+        RefCell::new(Buffers { prefix: Vec::new(), key: String::new(), attachments: Vec::new() })
     };
 }
 
 #[derive(Default)]
 struct Buffers {
-    path: String,
+    prefix: Vec<u8>,
     key: String,
     attachments: Vec<u8>,
 }
@@ -38,7 +41,8 @@ struct Buffers {
 /// `to_frame` or `to_bytes` finds empty buffers instead of a borrow panic.
 fn with_buffers<R>(f: impl FnOnce(&mut Buffers) -> R) -> R {
     let mut buffers = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-    buffers.path.clear();
+    buffers.prefix.clear();
+    buffers.prefix.push(SEPARATOR_BYTE);
     buffers.key.clear();
     let result = f(&mut buffers);
     BUFFERS.with(|b| *b.borrow_mut() = buffers);
@@ -49,11 +53,12 @@ fn with_buffers<R>(f: impl FnOnce(&mut Buffers) -> R) -> R {
 fn run<T: ?Sized + Serialize, O: Target>(value: &T, out: &mut O, b: &mut Buffers) -> Result<()> {
     let mut ser = Ser {
         out,
-        path: std::mem::take(&mut b.path),
+        word: prefix_word(&b.prefix),
+        prefix: std::mem::take(&mut b.prefix),
         key: std::mem::take(&mut b.key),
     };
     let result = value.serialize(Top(&mut ser));
-    b.path = ser.path;
+    b.prefix = ser.prefix;
     b.key = ser.key;
     result
 }
@@ -94,23 +99,47 @@ pub(crate) fn to_bytes_into<T: ?Sized + Serialize>(
 
 struct Ser<'f, O> {
     out: &'f mut O,
-    /// The device of the container being written: field names and map keys
-    /// joined by `.`.
-    path: String,
+    /// The key prefix of the container being written: its device (field
+    /// names, map keys and indices joined by `.`), then U+001F; `"\x1F"`
+    /// at the top level. A parameter's key is this prefix and its name,
+    /// written as two copies, without composing anything per parameter;
+    /// a nested container extends it once, on entry.
+    prefix: Vec<u8>,
+    /// `prefix`'s bytes as a little-endian integer ([`prefix_word`]),
+    /// while it is shorter than 16 bytes: what every key written in the
+    /// container starts with.
+    word: u128,
     /// Scratch for a map key between `serialize_key` and `serialize_value`.
     key: String,
 }
 
 impl<O: Target> Ser<'_, O> {
-    /// Enters the container `seg` of the current one; returns the length to
-    /// truncate back to.
+    /// The length of the current container's device (the prefix without
+    /// its U+001F).
+    #[inline(always)]
+    fn base(&self) -> usize {
+        self.prefix.len() - 1
+    }
+
+    /// Enters the container `seg` of the current one (its segment checked
+    /// unless `checked`); returns what [`leave`](Self::leave) goes back to.
+    #[inline]
     fn enter(&mut self, seg: &str, checked: bool) -> Result<usize> {
         if !checked {
             check_device_segment(seg)?;
         }
-        let base = self.path.len();
-        join(&mut self.path, seg);
+        let base = self.base();
+        push_segment(&mut self.prefix, base, seg.as_bytes());
+        self.word = prefix_word(&self.prefix);
         Ok(base)
+    }
+
+    /// Back to the container whose device is `prefix[..base]`.
+    #[inline]
+    fn leave(&mut self, base: usize) {
+        self.prefix.truncate(base);
+        self.prefix.push(SEPARATOR_BYTE);
+        self.word = prefix_word(&self.prefix);
     }
 
     #[inline(always)]
@@ -118,38 +147,33 @@ impl<O: Target> Ser<'_, O> {
         // Below a device, a U+001F in the parameter is harmless: the key
         // splits at its first separator, which follows the device (whose
         // segments were checked).
-        if self.path.is_empty() {
+        if self.prefix.len() == 1 {
             check_param(param)?;
         }
-        self.out.put(&self.path, param, value)
+        self.out.put(&self.prefix, self.word, param, value)
     }
 
-    /// A length, as the Int64 at the collection's own key.
-    fn put_len(&mut self, base: usize, len: usize) -> Result<()> {
+    /// A length, as the Int64 at the collection `seg`'s own key (a
+    /// parameter of the current container).
+    fn put_len(&mut self, seg: &str, len: usize) -> Result<()> {
         let len = i64::try_from(len).map_err(|_| {
             Error::new(ErrorKind::IntegerOutOfRange {
                 value: len as i128,
                 target: "int64",
             })
         })?;
-        let (device, seg) = split_last(&self.path, base);
-        self.out.put(device, seg, ValueRef::Int(len))
+        self.out
+            .put(&self.prefix, self.word, seg, ValueRef::Int(len))
     }
 
-    /// The path of `seg` in the current container, for an error.
-    fn path_of(&mut self, base: usize, seg: &str) -> String {
-        self.path.truncate(base);
-        let mut p = self.path.clone();
+    /// The path of `seg` in the container whose device is `prefix[..base]`,
+    /// for an error.
+    #[cold]
+    fn path_of(&self, base: usize, seg: &str) -> String {
+        let mut p = path_str(&self.prefix[..base]).to_owned();
         join(&mut p, seg);
         p
     }
-}
-
-/// `(device, last segment)` of a path whose last segment starts after
-/// `base` (a `.` separates them unless `base` is 0).
-fn split_last(path: &str, base: usize) -> (&str, &str) {
-    let seg_start = if base == 0 { 0 } else { base + 1 };
-    (&path[..base], &path[seg_start..])
 }
 
 /// The top level: a struct or a map; its scalar fields go to device `""`.
@@ -181,7 +205,7 @@ fn field_checked<T: ?Sized + Serialize, O: Target>(
     checked: bool,
     value: &T,
 ) -> Result<()> {
-    let base = ser.path.len();
+    let base = ser.base();
     value
         .serialize(Field {
             ser: &mut *ser,
@@ -276,14 +300,15 @@ impl<'a, 'f, O: Target> ser::Serializer for Top<'a, 'f, O> {
     }
     fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
         Ok(MapSer {
-            base: self.0.path.len(),
+            base: self.0.base(),
             ser: self.0,
+            seg: "",
             len: None,
         })
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
         Ok(StructSer {
-            base: self.0.path.len(),
+            base: self.0.base(),
             ser: self.0,
         })
     }
@@ -381,10 +406,17 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<()> {
         check_param(self.seg)?;
-        let base = self.ser.path.len();
-        join(&mut self.ser.path, self.seg);
-        let result = self.ser.out.attach(&self.ser.path, v);
-        self.ser.path.truncate(base);
+        // The attachment's name is the whole path: the prefix's device and
+        // the segment, joined for the call.
+        let ser = self.ser;
+        let base = ser.base();
+        ser.prefix.truncate(base);
+        if base > 0 {
+            ser.prefix.push(b'.');
+        }
+        ser.prefix.extend_from_slice(self.seg.as_bytes());
+        let result = ser.out.attach(path_str(&ser.prefix), v);
+        ser.leave(base);
         result
     }
     fn serialize_none(self) -> Result<()> {
@@ -419,13 +451,17 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
     }
     fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq> {
-        let base = self.ser.enter(self.seg, self.checked)?;
-        if let Some(n) = len {
-            self.ser.put_len(base, n)?;
+        if !self.checked {
+            check_device_segment(self.seg)?;
         }
+        if let Some(n) = len {
+            self.ser.put_len(self.seg, n)?;
+        }
+        let base = self.ser.enter(self.seg, true)?;
         Ok(SeqSer {
             ser: self.ser,
             base,
+            seg: self.seg,
             next: 0,
             len_written: len.is_some(),
         })
@@ -450,13 +486,17 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         Err(Error::new(ErrorKind::Unsupported(DATA_VARIANT)))
     }
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap> {
-        let base = self.ser.enter(self.seg, self.checked)?;
-        if let Some(n) = len {
-            self.ser.put_len(base, n)?;
+        if !self.checked {
+            check_device_segment(self.seg)?;
         }
+        if let Some(n) = len {
+            self.ser.put_len(self.seg, n)?;
+        }
+        let base = self.ser.enter(self.seg, true)?;
         Ok(MapSer {
             ser: self.ser,
             base,
+            seg: self.seg,
             len: if len.is_some() { None } else { Some(0) },
         })
     }
@@ -483,6 +523,8 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
 pub(crate) struct SeqSer<'a, 'f, O> {
     ser: &'a mut Ser<'f, O>,
     base: usize,
+    /// The sequence's name in its container.
+    seg: &'a str,
     next: usize,
     len_written: bool,
 }
@@ -496,11 +538,11 @@ impl<O: Target> SeqSer<'_, '_, O> {
     }
 
     fn finish(self) -> Result<()> {
+        self.ser.leave(self.base);
         // A sequence of unknown length records it after its elements.
         if !self.len_written {
-            self.ser.put_len(self.base, self.next)?;
+            self.ser.put_len(self.seg, self.next)?;
         }
-        self.ser.path.truncate(self.base);
         Ok(())
     }
 }
@@ -543,6 +585,8 @@ impl<O: Target> ser::SerializeTupleStruct for SeqSer<'_, '_, O> {
 pub(crate) struct MapSer<'a, 'f, O> {
     ser: &'a mut Ser<'f, O>,
     base: usize,
+    /// The map's name in its container (`""` for the top level).
+    seg: &'a str,
     /// Entries counted so far, when the length was not known up front (and
     /// is written at the end); `None` when it was written already or the
     /// map is the top level (which has no key of its own).
@@ -570,10 +614,10 @@ impl<O: Target> ser::SerializeMap for MapSer<'_, '_, O> {
     }
 
     fn end(self) -> Result<()> {
+        self.ser.leave(self.base);
         if let Some(n) = self.len {
-            self.ser.put_len(self.base, n)?;
+            self.ser.put_len(self.seg, n)?;
         }
-        self.ser.path.truncate(self.base);
         Ok(())
     }
 }
@@ -598,7 +642,7 @@ impl<O: Target> ser::SerializeStruct for StructSer<'_, '_, O> {
     }
 
     fn end(self) -> Result<()> {
-        self.ser.path.truncate(self.base);
+        self.ser.leave(self.base);
         Ok(())
     }
 }

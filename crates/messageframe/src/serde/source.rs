@@ -10,7 +10,7 @@ use crate::error::{Context, DecodeError, ErrorKind, Limit};
 use crate::frame::Frame;
 use crate::header::Header;
 use crate::hooks::count_reads;
-use crate::key::{bytes_eq, find_separator, SEPARATOR_BYTE};
+use crate::key::{find_separator, SEPARATOR_BYTE};
 use crate::utf8::str_from;
 use crate::value::{UnknownValue, ValueRef};
 use crate::view::FrameView;
@@ -18,6 +18,38 @@ use crate::wire::read::Reader;
 
 /// A parameter: `(device, param, value)`.
 pub(crate) type Entry<'de> = (&'de str, &'de str, ValueRef<'de>);
+
+/// What the frame holds for a field: a parameter's value (flattened, so
+/// that it is small to pass around: an unknown tag's value is only ever
+/// named in an error), a container, an attachment, or nothing.
+#[derive(Clone, Copy)]
+pub(crate) enum Found<'de> {
+    Int(i64),
+    Double(f64),
+    Bool(bool),
+    Str(&'de str),
+    /// A value of an unknown tag.
+    Unknown,
+    /// No parameter, but a device of the field's name (a nested struct,
+    /// map or sequence).
+    Container,
+    /// An attachment of the field's path.
+    Attachment(&'de [u8]),
+    Absent,
+}
+
+impl<'de> From<ValueRef<'de>> for Found<'de> {
+    #[inline(always)]
+    fn from(v: ValueRef<'de>) -> Self {
+        match v {
+            ValueRef::Int(v) => Found::Int(v),
+            ValueRef::Double(v) => Found::Double(v),
+            ValueRef::Bool(v) => Found::Bool(v),
+            ValueRef::String(s) => Found::Str(s),
+            ValueRef::Unknown(_) => Found::Unknown,
+        }
+    }
+}
 
 /// Where the parameters come from: an owned frame or a view.
 pub(crate) trait Source<'de> {
@@ -62,6 +94,25 @@ pub(crate) trait Source<'de> {
     /// the cursor may be a later occurrence of its key, and fields are
     /// found by lookup (the first occurrence wins, as everywhere).
     fn jumped(&self) -> bool;
+    /// The key of the parameter at the cursor as it is on the wire (not
+    /// split, not checked as UTF-8), for [`classify`] and [`within_raw`];
+    /// `None` when the source has none at hand (at the end, once jumped, a
+    /// parameter not in the forms encoders write): the caller then asks
+    /// through [`peek`](Source::peek).
+    ///
+    /// [`classify`]: super::path::classify
+    /// [`within_raw`]: super::path::within_raw
+    #[inline(always)]
+    fn head_key(&mut self) -> Option<&'de [u8]> {
+        None
+    }
+    /// The value of the parameter whose key [`head_key`](Source::head_key)
+    /// gave, the cursor moved past it; `None`, cursor unmoved, if it is not
+    /// valid (`peek` then reads it again, and says why).
+    #[inline(always)]
+    fn take_head(&mut self) -> Option<Found<'de>> {
+        None
+    }
 }
 
 /// Attachments up to this many are looked up by a pass over them; more
@@ -438,27 +489,33 @@ fn value_of(value: WireValue<'_>) -> Result<ValueRef<'_>, Refusal> {
     })
 }
 
-/// Whether the wire key `key` is `(device, param)`: split at its first
-/// separator, it gives these two. Compared as bytes, so a key that matches
-/// is valid UTF-8 without a check (it equals two `&str`), and needs no
-/// search for its separator.
-#[inline(always)]
-fn key_is(key: &[u8], device: &str, param: &str) -> bool {
-    let (d, p) = (device.as_bytes(), param.as_bytes());
-    if d.is_empty() {
-        // `␟param`, as this crate writes it, or `param` alone (which
-        // splits to device `""` only when it has no separator).
-        return match key.split_first() {
-            Some((&SEPARATOR_BYTE, rest)) => bytes_eq(rest, p),
-            _ => bytes_eq(key, p) && find_separator(p).is_none(),
-        };
+/// A value as the fast path reads it: a string not checked as UTF-8 yet.
+#[derive(Clone, Copy)]
+enum HeadValue<'de> {
+    Int(i64),
+    Double(f64),
+    Bool(bool),
+    Str(&'de [u8]),
+}
+
+impl<'de> HeadValue<'de> {
+    fn wire(self) -> WireValue<'de> {
+        match self {
+            HeadValue::Int(v) => WireValue::Int(v),
+            HeadValue::Double(v) => WireValue::Double(v),
+            HeadValue::Bool(v) => WireValue::Bool(v),
+            HeadValue::Str(b) => WireValue::Str(b),
+        }
     }
-    key.len() == d.len() + 1 + p.len()
-        && key[d.len()] == SEPARATOR_BYTE
-        && bytes_eq(&key[..d.len()], d)
-        && bytes_eq(&key[d.len() + 1..], p)
-        // The separator after the device is the key's first.
-        && find_separator(d).is_none()
+}
+
+/// The parameter at the cursor, read by the fast path and not checked yet.
+#[derive(Clone, Copy)]
+struct Head<'de> {
+    key: &'de [u8],
+    value: HeadValue<'de>,
+    /// The byte the parameter starts at.
+    at: usize,
 }
 
 /// The frame being read front to back, each parameter checked as it is
@@ -490,10 +547,14 @@ enum State<'de, 'd> {
 pub(crate) struct BytesSource<'de, 'd> {
     bytes: &'de [u8],
     state: State<'de, 'd>,
-    /// While streaming: the parameter at the cursor, once read, and the
-    /// byte it starts at. Kept out of `state` so that the check a field's
-    /// lookup, the end of a container and the next field all make is one
-    /// load, inlined.
+    /// While streaming: the parameter at the cursor as read by the fast
+    /// path, its key and string not checked yet ([`Source::head_key`]).
+    /// Never set together with `peeked`.
+    head: Option<Head<'de>>,
+    /// While streaming: the parameter at the cursor, once read and checked,
+    /// and the byte it starts at. Kept out of `state` so that the check a
+    /// field's lookup, the end of a container and the next field all make is
+    /// one load, inlined.
     peeked: Option<(Entry<'de>, usize)>,
     error: Option<DecodeError>,
     params: usize,
@@ -515,6 +576,7 @@ impl<'de, 'd> BytesSource<'de, 'd> {
                 sink,
                 read: 0,
             }),
+            head: None,
             peeked: None,
             error: None,
             params,
@@ -541,6 +603,11 @@ impl<'de, 'd> BytesSource<'de, 'd> {
         let State::Streaming(mut s) = std::mem::replace(&mut self.state, State::Failed) else {
             return;
         };
+        if let Some(h) = self.head.take() {
+            // Read but not checked: checked with the rest.
+            s.walk.rewind(h.at);
+            s.read -= 1;
+        }
         let (at, remaining) = match self.peeked.take() {
             Some((_, at)) => (at, self.params - s.read + 1),
             None => (s.walk.pos(), self.params - s.read),
@@ -574,6 +641,15 @@ impl<'de> BytesSource<'de, '_> {
     fn peek_slow(&mut self) -> Option<Entry<'de>> {
         match &mut self.state {
             State::Streaming(s) => {
+                if let Some(h) = self.head.take() {
+                    if let Ok(entry) = entry_of(h.key, h.value.wire()) {
+                        self.peeked = Some((entry, h.at));
+                        return Some(entry);
+                    }
+                    // Not UTF-8: read again by the walk, which says where.
+                    s.walk.rewind(h.at);
+                    s.read -= 1;
+                }
                 if s.read == self.params {
                     return None;
                 }
@@ -621,14 +697,12 @@ impl<'de> BytesSource<'de, '_> {
         }
     }
 
-    /// [`Source::take`] without a parameter read already. While streaming,
-    /// the next parameter's key is compared with `(device, param)` before
-    /// anything else: a frame read in the order it was written matches, and
-    /// its key then needs neither a UTF-8 check nor a search for its
-    /// separator. A key that does not match is read as [`peek`](Source::peek)
-    /// reads it (the caller's peek then finds it read).
+    /// Reads the next parameter by the fast path into `head`, unchecked;
+    /// `None`, reading nothing, at the end, once the frame is checked
+    /// whole (a view's cursor) or for a parameter the fast path does not
+    /// take.
     #[inline]
-    fn take_unread(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+    fn read_head(&mut self) -> Option<&'de [u8]> {
         let State::Streaming(s) = &mut self.state else {
             return None;
         };
@@ -636,22 +710,21 @@ impl<'de> BytesSource<'de, '_> {
             return None;
         }
         let at = s.walk.pos();
-        count_reads(1);
         let (key, value) = s.walk.fast_param()?;
-        if key_is(key, device, param) {
-            if let Ok(v) = value_of(value) {
-                s.read += 1;
-                return Some(v);
+        let value = match value {
+            WireValue::Int(v) => HeadValue::Int(v),
+            WireValue::Double(v) => HeadValue::Double(v),
+            WireValue::Bool(v) => HeadValue::Bool(v),
+            WireValue::Str(b) => HeadValue::Str(b),
+            WireValue::Unknown(..) => {
+                s.walk.rewind(at);
+                return None;
             }
-        } else if let Ok(entry) = entry_of(key, value) {
-            s.read += 1;
-            self.peeked = Some((entry, at));
-            return None;
-        }
-        // Not UTF-8: the caller's peek reads it again through the walk,
-        // which says where.
-        s.walk.rewind(at);
-        None
+        };
+        count_reads(1);
+        s.read += 1;
+        self.head = Some(Head { key, value, at });
+        Some(key)
     }
 }
 
@@ -671,21 +744,26 @@ impl<'de> Source<'de> for BytesSource<'de, '_> {
         }
     }
 
-    /// Never after a jump: a jump makes the source a view's cursor, where
-    /// `take_unread` takes nothing.
     #[inline(always)]
-    fn take(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
-        match self.peeked {
-            Some(((d, p, v), _)) => {
-                if same(p, param) && same(d, device) {
-                    self.peeked = None;
-                    Some(v)
-                } else {
-                    None
-                }
-            }
-            None => self.take_unread(device, param),
+    fn head_key(&mut self) -> Option<&'de [u8]> {
+        match self.head {
+            Some(h) => Some(h.key),
+            None if self.peeked.is_some() => None,
+            None => self.read_head(),
         }
+    }
+
+    #[inline(always)]
+    fn take_head(&mut self) -> Option<Found<'de>> {
+        let h = self.head?;
+        let found = match h.value {
+            HeadValue::Int(v) => Found::Int(v),
+            HeadValue::Double(v) => Found::Double(v),
+            HeadValue::Bool(v) => Found::Bool(v),
+            HeadValue::Str(b) => Found::Str(str_from(b).ok()?),
+        };
+        self.head = None;
+        Some(found)
     }
 
     fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
@@ -736,63 +814,5 @@ impl<'de> Source<'de> for BytesSource<'de, '_> {
         // Streaming reads never leave the cursor: the first lookup away
         // from it turns the source into a view's cursor.
         matches!(&self.state, State::View(v) if v.jumped())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `key_is` agrees with reading the key and splitting it at its first
-    /// separator, on every pair of parts it is asked about.
-    #[test]
-    fn a_key_is_a_device_and_param_exactly_when_it_splits_into_them() {
-        let keys: [&[u8]; 14] = [
-            b"\x1fx",
-            b"x",
-            b"a\x1fx",
-            b"a.b\x1fx",
-            b"a\x1fb\x1fx",
-            b"\x1fa\x1fx",
-            b"a\x1f",
-            b"\x1f",
-            b"",
-            b"a\x1fx\x1f",
-            b"items.10\x1fprice",
-            b"items.1\x1f0price",
-            b"a.b.c.d.e.f.g.h\x1fparameter_name",
-            "d\u{e9}v\x1fp\u{e9}".as_bytes(),
-        ];
-        let parts = [
-            "",
-            "x",
-            "a",
-            "a.b",
-            "a\x1fb",
-            "b\x1fx",
-            "\x1fa",
-            "\x1fx",
-            "x\x1f",
-            "items.10",
-            "items.1",
-            "price",
-            "0price",
-            "a.b.c.d.e.f.g.h",
-            "parameter_name",
-            "d\u{e9}v",
-            "p\u{e9}",
-        ];
-        for key in keys {
-            let (d, p, _) = entry_of(key, WireValue::Int(0)).unwrap();
-            for device in parts {
-                for param in parts {
-                    assert_eq!(
-                        key_is(key, device, param),
-                        (d, p) == (device, param),
-                        "{key:?} against ({device:?}, {param:?})"
-                    );
-                }
-            }
-        }
     }
 }
