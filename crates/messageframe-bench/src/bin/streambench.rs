@@ -66,8 +66,9 @@ struct Cli {
     /// Only this scenario: small, medium, large or attachment.
     #[arg(long, value_name = "NAME")]
     scenario: Option<String>,
-    /// Only these rows (repeat): raw, mf, prost, json, proxy, relay. For
-    /// profiling one path; ratios need both rows of a pair.
+    /// Only these rows (repeat): raw, mf, sink, prost, json, proxy, relay,
+    /// and `scan` for the in-memory scanner table. For profiling one path;
+    /// ratios need both rows of a pair.
     #[arg(long = "row", value_name = "ROW")]
     rows: Vec<String>,
 }
@@ -773,7 +774,9 @@ fn main() {
         Row::Proxy,
         0.8,
     );
-    scan_vs_decode(&runs, passes, pass_secs, &mut out);
+    if cli.rows.is_empty() || cli.rows.iter().any(|r| r == "scan") {
+        scan_vs_decode(&runs, passes, pass_secs, &mut out);
+    }
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.as_bytes());
 }
