@@ -1100,6 +1100,46 @@ fn sigterm_and_ctrl_c_finish_the_file_with_every_frame_received() {
 }
 
 #[test]
+fn a_tcp_source_has_the_servers_limits() {
+    let dir = scratch("limits");
+    let rec = path(&dir, "limited.mfb");
+    let (recorder, addr) = export_tcp(&["-o", &rec, "--max-frame-bytes", "64KiB"]);
+    // A header announcing a 250 MiB attachment: refused on the header, its
+    // connection closed before its bytes are read.
+    let mut bomb_frame = Frame::new(messageframe::Header::new(1, 2, 1, 1));
+    bomb_frame.add_attachment("iq", vec![0u8; 1]);
+    let mut bomb = bomb_frame.encode().unwrap();
+    let at = bomb.len() - 3;
+    assert_eq!(
+        &bomb[at..at + 2],
+        &[0xc4, 0x01],
+        "bin8 of one byte at the end"
+    );
+    bomb.truncate(at);
+    bomb.push(0xc6);
+    bomb.extend_from_slice(&(250u32 << 20).to_be_bytes());
+    let mut bomber = TcpStream::connect(&addr).unwrap();
+    bomber.write_all(&bomb).unwrap();
+    bomber
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(bomber.read(&mut [0u8; 1]).unwrap_or(0), 0, "closed");
+    // Another producer's frames are recorded.
+    let frames: Vec<Vec<u8>> = (0..20).map(|i| telemetry(i, 1, 1, 4)).collect();
+    drop(send(&addr, &frames));
+    recorder.stderr_line("closed after 20 frames");
+    recorder.signal("TERM");
+    let mut recorder = recorder;
+    assert!(recorder.wait().success(), "{}", recorder.stderr_text());
+    let log = recorder.stderr_text();
+    assert!(
+        log.contains("decode limit `max_frame_bytes` exceeded"),
+        "{log}"
+    );
+    assert_eq!(std::fs::read(&rec).unwrap(), concat(&frames));
+}
+
+#[test]
 fn count_and_duration_stop_a_live_recording() {
     let dir = scratch("count");
     let rec = path(&dir, "count.mfb");

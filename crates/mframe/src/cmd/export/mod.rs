@@ -44,6 +44,7 @@ use super::dump::Style;
 use super::nats::{self, Connection, FilterArgs};
 use super::view::Origin;
 use crate::failure::{empty_input, status, Failure};
+use crate::net::ServerArgs;
 use attachments::Attachments;
 use mcap_out::McapOut;
 use parquet_out::ParquetOut;
@@ -70,6 +71,9 @@ pub(crate) struct ExportArgs {
     stream: Option<String>,
     #[command(flatten)]
     connection: Connection,
+    /// The TCP input's limits and TLS (a TCP SOURCE only).
+    #[command(flatten)]
+    server: ServerArgs,
     #[command(flatten)]
     filter: FilterArgs,
     /// Stop after N frames.

@@ -9,20 +9,17 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use futures_util::{FutureExt, StreamExt};
-use messageframe::codec::RawFrameCodec;
-use messageframe::{DecodeError, Decoder, Header, StreamError};
+use futures_util::StreamExt;
+use messageframe::{DecodeError, Decoder, Header};
 use messageframe_nats::{Event, ReplayOptions};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
-use tokio_util::codec::FramedRead;
 
 use super::mcap_in::{self, ReadError, MAGIC};
 use super::{note, ExportArgs};
@@ -30,6 +27,10 @@ use crate::cmd::nats;
 use crate::cmd::view::Origin;
 use crate::failure::Failure;
 use crate::input::{self, End, Input};
+use crate::net::conn::ConnError;
+use crate::net::log::Kind;
+use crate::net::server::{self, Incoming as Peer, Server};
+use crate::plural::count;
 
 /// Bytes of frames queued for the writer at most (a larger frame takes the
 /// whole budget): producers wait beyond it, so a slow disk slows the
@@ -105,6 +106,10 @@ impl Gather {
 
     fn full(&self) -> bool {
         self.block.len() >= BATCH_BYTES || self.frames.len() >= BATCH_FRAMES
+    }
+
+    fn is_empty(&self) -> bool {
+        self.frames.is_empty()
     }
 
     /// The frames gathered, each a slice of one shared block.
@@ -314,6 +319,7 @@ pub(crate) fn start(
             })
         }
         Origin::Tcp(addr) => {
+            let tls = args.server.tls.load()?;
             let listener = rt
                 .block_on(TcpListener::bind(&addr))
                 .map_err(|e| Failure::Bad(format!("cannot listen on {addr}: {e}")))?;
@@ -321,7 +327,16 @@ pub(crate) fn start(
                 .local_addr()
                 .map_err(|e| Failure::Bad(format!("cannot listen on {addr}: {e}")))?;
             note(format_args!("export: listening on {local}"));
-            rt.spawn(accept(listener, queue));
+            let server = rt.block_on(async { Server::new("export: ", args.server.limits(), tls) });
+            note(format_args!("export: {}", server.describe()));
+            rt.spawn(async move {
+                // Until the runtime ends, with the export.
+                let never = std::future::pending();
+                server::serve(&server, &listener, never, |peer| {
+                    connection(peer, queue.clone())
+                })
+                .await;
+            });
             Ok(Running {
                 name: local.to_string(),
                 cleanup: None,
@@ -505,80 +520,66 @@ fn file_size(input: &Input) -> Option<u64> {
         .map(|m| m.len())
 }
 
-async fn accept(listener: TcpListener, queue: Queue) {
-    loop {
-        match listener.accept().await {
-            Ok((socket, peer)) => {
-                tokio::spawn(connection(socket, peer, queue.clone()));
-            }
-            Err(e) => {
-                note(format_args!("export: cannot accept a connection: {e}"));
-                // Out of descriptors, typically: do not spin.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-}
-
-async fn connection(socket: TcpStream, peer: SocketAddr, queue: Queue) {
-    note(format_args!("export: {peer}: connected"));
-    let mut frames = FramedRead::new(socket, RawFrameCodec::with_decoder(Decoder::new()));
-    let name: Arc<str> = peer.to_string().into();
-    let (mut index, mut start) = (0u64, 0u64);
-    let mut batch = Vec::new();
-    let mut batch_bytes = 0;
-    loop {
-        // Frames already read go together; then wait for the next.
-        let ready = if batch.len() < BATCH_FRAMES && batch_bytes < BATCH_BYTES {
-            frames.next().now_or_never()
-        } else {
-            None
-        };
-        let item = match ready {
-            Some(item) => item,
-            None => {
-                if !batch.is_empty() && !queue.send(std::mem::take(&mut batch)).await {
-                    return;
-                }
-                batch_bytes = 0;
-                frames.next().await
-            }
-        };
-        let Some(item) = item else { break };
-        let raw = match item {
-            Ok(raw) => raw,
-            Err(e) => {
-                // The frames before it are received.
-                if !batch.is_empty() && !queue.send(batch).await {
-                    return;
-                }
-                match e {
-                    StreamError::Decode(e) => note(format_args!(
-                        "export: {peer}: frame {index} (starts at byte {start}): {}; connection closed",
-                        e.with_base_offset(start as usize)
-                    )),
-                    e => note(format_args!(
-                        "export: {peer}: {e}; connection closed after {index} frames"
-                    )),
-                }
-                return;
-            }
-        };
-        let len = raw.bytes.len() as u64;
-        let whence = Whence::Peer {
-            peer: name.clone(),
-            index,
-            start,
-        };
-        batch_bytes += raw.bytes.len();
-        batch.push(Incoming::new(raw.bytes, now_ns(), whence));
-        start += len;
-        index += 1;
-    }
-    if !batch.is_empty() && !queue.send(batch).await {
+/// Reads one producer's frames into batches for the writer: every frame
+/// complete in the read buffer goes into the batch, which is sent before
+/// the next read waits (or sooner when it is full).
+async fn connection(incoming: Peer, queue: Queue) {
+    let peer = incoming.peer();
+    let Some(mut conn) = incoming.open().await else {
         return;
+    };
+    let shared = conn.shared().clone();
+    let log = &shared.log;
+    log.line(Kind::Connection, format_args!("{peer}: connected"));
+    let name: Arc<str> = peer.to_string().into();
+    let mut gather = Gather::default();
+    let ended = loop {
+        let framing = loop {
+            match conn.next_frame() {
+                Ok(Some(framed)) => {
+                    let whence = Whence::Peer {
+                        peer: name.clone(),
+                        index: framed.index,
+                        start: framed.offset,
+                    };
+                    gather.push(conn.bytes(framed.range), now_ns(), whence);
+                    if gather.full() && !queue.send(gather.take()).await {
+                        return;
+                    }
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        // The frames before an error are received too.
+        if !gather.is_empty() && !queue.send(gather.take()).await {
+            return;
+        }
+        if let Err(e) = framing {
+            break Some(e);
+        }
+        match conn.fill().await {
+            Ok(true) => {}
+            Ok(false) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    match ended {
+        None => log.line(
+            Kind::Connection,
+            format_args!("{peer}: closed after {}", count(conn.frames(), "frame")),
+        ),
+        Some(e @ ConnError::Frame { .. }) => {
+            log.line(Kind::Peer, format_args!("{peer}: {e}; connection closed"));
+        }
+        Some(e) => log.line(
+            Kind::Peer,
+            format_args!(
+                "{peer}: {e}; connection closed after {}",
+                count(conn.frames(), "frame")
+            ),
+        ),
     }
-    note(format_args!("export: {peer}: closed after {index} frames"));
 }
 
 /// Reads a subscription until the writer is gone (`None`) or the
