@@ -464,6 +464,9 @@ fn check_scanner(data: &[u8]) {
         data: &[u8],
         cut: usize,
     ) -> Vec<Result<Scan, DecodeError>> {
+        // From the first byte (a scan that ended cut short left it
+        // inside a frame); what it learned stays.
+        scanner.reset();
         let mut out = Vec::new();
         let mut start = 0;
         for end in [cut.min(data.len()), data.len()] {

@@ -227,7 +227,7 @@ pub struct FrameScanner {
     /// Parameters or attachments after the current one, itself included.
     left: usize,
     /// The current parameter's tag.
-    tag: i64,
+    tag: Int,
     /// Where the current parameter's key bytes are (for error contexts).
     key_at: usize,
     key_len: usize,
@@ -805,22 +805,20 @@ impl FrameScanner {
                 self.phase = Phase::Tag;
             }
             Phase::Tag => {
-                let tag: Int = match r.int() {
+                // Any integer is a tag (i64::MIN..=u64::MAX, as the
+                // decoder reads it): all but the four known are unknown.
+                self.tag = match r.int() {
                     Ok(t) => t,
                     Err(e) => return Err(rebase(at, self.context(buf))(e)),
-                };
-                self.tag = match i64::try_from(tag) {
-                    Ok(t) => t,
-                    Err(_) => return Err(self.error(ErrorKind::IntegerOutOfRange, at, buf)),
                 };
                 self.phase = Phase::Value;
             }
             Phase::Value => {
                 let checked = match self.tag {
-                    t if t == i64::from(TAG_INT) => r.int_as::<i64>().map(drop),
-                    t if t == i64::from(TAG_DOUBLE) => r.number().map(drop),
-                    t if t == i64::from(TAG_BOOL) => r.boolean().map(drop),
-                    t if t == i64::from(TAG_STRING) => {
+                    t if t == Int::from(TAG_INT) => r.int_as::<i64>().map(drop),
+                    t if t == Int::from(TAG_DOUBLE) => r.number().map(drop),
+                    t if t == Int::from(TAG_BOOL) => r.boolean().map(drop),
+                    t if t == Int::from(TAG_STRING) => {
                         self.payload = self.str_len(head, at, buf)?;
                         Ok(())
                     }
