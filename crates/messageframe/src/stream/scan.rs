@@ -585,7 +585,8 @@ impl FrameScanner {
     ///
     /// First the parameters that agree with the [`Shape`] of the last ones
     /// walked are passed over in one comparison; then the rest are walked
-    /// one by one, and recorded in the shape for the next frame.
+    /// one by one, and recorded in the shape for the next frame (see
+    /// [`Shape::missed`] for when not).
     fn fast_params(&mut self, buf: &[u8]) {
         if self.limits.max_key_len.min(self.limits.max_string_len) < 31 {
             return;
@@ -605,10 +606,14 @@ impl FrameScanner {
             let (n, bytes) = self.shape.check(rest, self.index, self.left, limit);
             self.advance(n, self.pos + bytes);
             if self.left == 0 {
+                self.shape.agreed();
                 return;
             }
-            // The rest is walked, and the shape learns it.
-            self.shape.truncate(self.index);
+            // The rest is walked; the shape learns it, unless layouts
+            // keep changing.
+            if self.shape.missed() {
+                self.shape.truncate(self.index);
+            }
         }
         let room = (self.max_frame - self.pending + 2) as usize;
         let (p, left) = walk_params(

@@ -44,13 +44,17 @@ const CHUNK: usize = 64;
 /// the last frame walked, back to back from offset 0.
 #[derive(Clone, Default)]
 pub(crate) struct Shape {
-    /// Per byte: the bits the walk looked at. Zero past `len`.
+    /// Per byte: the bits the walk looked at. Only the bytes of the
+    /// recorded parameters mean anything.
     mask: Vec<u8>,
-    /// Per byte: what those bits were. Zero past `len`.
+    /// Per byte: what those bits were.
     expect: Vec<u8>,
     /// Where each parameter ends (its start is where the previous one
     /// ends, the first's is 0).
     ends: Vec<u32>,
+    /// Frames since the last one whose parameters all agreed, that had a
+    /// parameter which did not.
+    misses: u32,
 }
 
 /// The bits of a value's marker that decide its size and the tags it
@@ -161,14 +165,29 @@ impl Shape {
         (n, self.start(from + n) - base)
     }
 
-    /// Keeps the first `k` parameters only.
+    /// A frame's parameters agreed with the shape as far as it goes.
+    #[inline]
+    pub(crate) fn agreed(&mut self) {
+        self.misses = 0;
+    }
+
+    /// A frame had a parameter that does not agree with the shape; returns
+    /// whether to learn the new layout from there. Learning costs about
+    /// one more walk of the parameters, so a stream whose layout keeps
+    /// changing (several interleaved) is learned from only at the 1st,
+    /// 2nd, 4th, 8th... miss in a row: a few walks wasted over a stream,
+    /// where learning every frame would double the cost of each. A layout
+    /// that changed and stays is learned at once.
+    #[inline]
+    pub(crate) fn missed(&mut self) -> bool {
+        self.misses = self.misses.saturating_add(1);
+        self.misses.is_power_of_two()
+    }
+
+    /// Keeps the first `k` parameters only. The bytes of the others stay
+    /// as they were: nothing reads them before [`push`](Self::push)
+    /// writes them again.
     pub(crate) fn truncate(&mut self, k: usize) {
-        if k >= self.len() {
-            return;
-        }
-        let (from, to) = (self.start(k), self.start(self.len()));
-        self.mask[from..to].fill(0);
-        self.expect[from..to].fill(0);
         self.ends.truncate(k);
     }
 
@@ -184,13 +203,16 @@ impl Shape {
             return false;
         }
         if end > self.mask.len() {
-            // Zero-filled: the bytes the walk does not look at.
             let grown = end.max(2 * self.mask.len()).clamp(256, MAX_BYTES);
             self.mask.resize(grown, 0);
             self.expect.resize(grown, 0);
         }
         let v = at + 1 + klen;
         let (mask, expect) = (&mut self.mask[at..end], &mut self.expect[at..end]);
+        // The bytes the walk does not look at (a longer layout's, before a
+        // truncation, may be there): as many as the walk passed over.
+        mask.fill(0);
+        expect.fill(0);
         let v = v - at;
         mask[0] = 0xff;
         expect[0] = 0xa0 | klen as u8;
@@ -312,8 +334,8 @@ mod tests {
         let mut bytes = param(5, 30, &[0xa3, 1, 2, 3]).repeat(4);
         bytes.extend(&tail);
         assert_eq!(shape.check(&bytes, 0, 100, usize::MAX), (10, bytes.len()));
-        // The old, longer layout's bytes were cleared: a longer input
-        // agrees with the 10 parameters and no more.
+        // The old, longer layout is forgotten: a longer input agrees with
+        // the 10 parameters and no more.
         bytes.extend([0xffu8; 64]);
         assert_eq!(shape.check(&bytes, 0, 100, usize::MAX).0, 10);
     }
