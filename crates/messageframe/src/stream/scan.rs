@@ -241,6 +241,8 @@ pub struct FrameScanner {
     steps: u64,
     /// The layout of the parameters walked last (kept across frames).
     shape: Shape,
+    /// Whether a parameter of this frame did not agree with `shape`.
+    shape_missed: bool,
 }
 
 impl fmt::Debug for FrameScanner {
@@ -306,6 +308,7 @@ impl FrameScanner {
             header: Header::from_fields(0, 0, 0, 0, 0, 0, 0, 0),
             steps: 0,
             shape: Shape::default(),
+            shape_missed: false,
         }
     }
 
@@ -606,12 +609,16 @@ impl FrameScanner {
             let (n, bytes) = self.shape.check(rest, self.index, self.left, limit);
             self.advance(n, self.pos + bytes);
             if self.left == 0 {
-                self.shape.agreed();
+                if !self.shape_missed {
+                    self.shape.agreed();
+                }
                 return;
             }
             // The rest is walked; the shape learns it, unless layouts
-            // keep changing.
-            if self.shape.missed() {
+            // keep changing (one miss a frame: after a parameter of the
+            // general path, the shape may agree again, or not).
+            let first = !core::mem::replace(&mut self.shape_missed, true);
+            if first && self.shape.missed() {
                 self.shape.truncate(self.index);
             }
         }

@@ -52,10 +52,16 @@ pub(crate) struct Shape {
     /// Where each parameter ends (its start is where the previous one
     /// ends, the first's is 0).
     ends: Vec<u32>,
-    /// Frames since the last one whose parameters all agreed, that had a
-    /// parameter which did not.
+    /// Frames with a parameter that did not agree, since the last run of
+    /// [`SETTLED`] frames that all agreed.
     misses: u32,
+    /// Frames in a row whose parameters all agreed.
+    hits: u32,
 }
+
+/// Frames in a row that agree with a shape after which the stream counts as
+/// settled on its layout: its next change is learned at once.
+const SETTLED: u32 = 16;
 
 /// The bits of a value's marker that decide its size and the tags it
 /// suits, for the markers the fast walk accepts.
@@ -168,18 +174,22 @@ impl Shape {
     /// A frame's parameters agreed with the shape as far as it goes.
     #[inline]
     pub(crate) fn agreed(&mut self) {
-        self.misses = 0;
+        self.hits = self.hits.saturating_add(1);
+        if self.hits >= SETTLED {
+            self.misses = 0;
+        }
     }
 
     /// A frame had a parameter that does not agree with the shape; returns
     /// whether to learn the new layout from there. Learning costs about
     /// one more walk of the parameters, so a stream whose layout keeps
-    /// changing (several interleaved) is learned from only at the 1st,
-    /// 2nd, 4th, 8th... miss in a row: a few walks wasted over a stream,
-    /// where learning every frame would double the cost of each. A layout
-    /// that changed and stays is learned at once.
+    /// changing (several layouts interleaved) is learned from only at its
+    /// 1st, 2nd, 4th, 8th... miss: a few walks wasted over a stream, where
+    /// learning at every miss would double the cost of each frame. The
+    /// first change of a settled stream is learned at once.
     #[inline]
     pub(crate) fn missed(&mut self) -> bool {
+        self.hits = 0;
         self.misses = self.misses.saturating_add(1);
         self.misses.is_power_of_two()
     }
@@ -338,6 +348,26 @@ mod tests {
         // the 10 parameters and no more.
         bytes.extend([0xffu8; 64]);
         assert_eq!(shape.check(&bytes, 0, 100, usize::MAX).0, 10);
+    }
+
+    #[test]
+    fn interleaved_layouts_are_learned_rarely_and_a_settled_change_at_once() {
+        let mut shape = Shape::default();
+        // Two layouts alternating: a miss every other frame.
+        let learned = (0..64)
+            .filter(|_| {
+                let learn = shape.missed();
+                shape.agreed();
+                learn
+            })
+            .count();
+        // At the 1st, 2nd, 4th, ... 64th miss.
+        assert_eq!(learned, 7);
+        // Settled on one layout, then a change: learned at the first miss.
+        for _ in 0..SETTLED {
+            shape.agreed();
+        }
+        assert!(shape.missed());
     }
 
     #[test]
