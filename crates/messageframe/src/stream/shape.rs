@@ -318,9 +318,9 @@ mod tests {
             })
             .collect();
         let bytes = learn(&mut shape, &params);
-        for k in 0..30 {
+        for (k, &(klen, ..)) in params.iter().enumerate() {
             let at = shape.start(k);
-            let v = at + 1 + params[k].0;
+            let v = at + 1 + klen;
             // Each byte the walk looks at, changed out of its class.
             for (pos, new) in [(at, 0xa9), (v, 0x93), (v + 1, 11), (v + 2, 0xcc)] {
                 let mut b = bytes.clone();
