@@ -30,7 +30,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use messageframe::{
-    Bytes, DecodeError, Decoder, ErrorKind, Frame, FrameView, Header, Limits, ValueRef,
+    Bytes, DecodeError, Decoder, ErrorKind, Frame, FrameScanner, FrameView, Header, Limits, Scan,
+    ValueRef,
 };
 
 use reference::{Reading, RefFrame, RefValue};
@@ -390,6 +391,7 @@ pub fn check_header_peek(data: &[u8]) {
 /// the buffer frame by frame in lock step: same lengths, same frames, same
 /// final error; every frame found also decodes on its own.
 pub fn check_stream(data: &[u8]) {
+    check_scanner(data);
     let dec = Decoder::new();
     let shared = Bytes::copy_from_slice(data);
     let mut frame = prefilled_frame();
@@ -444,6 +446,78 @@ pub fn check_stream(data: &[u8]) {
                 break;
             }
             (a, b, c) => panic!("{what}: prefix decoders disagree: {a:?} / {b:?} / {c:?}"),
+        }
+    }
+}
+
+/// Part of target `stream`: the scanner finds the frames the decoder
+/// finds, and it answers the same whatever it learned before. It keeps the
+/// parameter layout of the frames it walked and passes over parameters that
+/// agree with it without walking them; so the input is scanned by a fresh
+/// scanner, then again by the same scanner (which learned its frames, and
+/// sees them now through a shape), whole and split in two, and every answer
+/// must be the same: each frame's length and header, the error and its
+/// offset, what an incomplete frame still needs.
+fn check_scanner(data: &[u8]) {
+    fn answers(
+        scanner: &mut FrameScanner,
+        data: &[u8],
+        cut: usize,
+    ) -> Vec<Result<Scan, DecodeError>> {
+        // From the first byte (a scan that ended cut short left it
+        // inside a frame); what it learned stays.
+        scanner.reset();
+        let mut out = Vec::new();
+        let mut start = 0;
+        for end in [cut.min(data.len()), data.len()] {
+            while start <= end {
+                let answer = scanner.scan(&data[start..end]);
+                out.push(answer.clone());
+                match answer {
+                    Ok(Scan::Complete { len, .. }) => start += len,
+                    Ok(Scan::Incomplete { .. }) => break,
+                    Err(_) => return out,
+                }
+            }
+        }
+        out.push(
+            scanner
+                .truncation(&data[start..])
+                .map_or(Ok(Scan::Incomplete { need: 0 }), Err),
+        );
+        out
+    }
+    let mut warm = FrameScanner::new();
+    let fresh = answers(&mut FrameScanner::new(), data, data.len());
+    let dec = Decoder::new();
+    let mut at = 0;
+    for answer in &fresh {
+        match answer {
+            Ok(Scan::Complete { len, header }) => {
+                // UTF-8, value ranges and duplicate keys are the decode's.
+                if let Ok(view) = dec.view_prefix(&data[at..]) {
+                    assert_eq!(
+                        (view.encoded_len(), view.header()),
+                        (*len, header),
+                        "frame at {at}"
+                    );
+                }
+                at += len;
+            }
+            Err(_) if at < data.len() => {
+                assert!(
+                    dec.view_prefix(&data[at..]).is_err(),
+                    "the scanner rejects what the decoder accepts"
+                );
+            }
+            _ => {}
+        }
+    }
+    for cut in [data.len(), data.len() / 2, 0] {
+        for pass in 0..2 {
+            let again = answers(&mut warm, data, cut);
+            let alone = answers(&mut FrameScanner::new(), data, cut);
+            assert_eq!(again, alone, "warm scanner, pass {pass}, cut at {cut}");
         }
     }
 }

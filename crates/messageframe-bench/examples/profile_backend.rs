@@ -34,6 +34,8 @@
 //!   `FrameScanner` (what a relay or a `FrameReader` does per frame);
 //! - `decode`: each iteration decodes it into a reused frame, nothing
 //!   else (the scanner's counterpart: streambench compares their bytes/s).
+//! - `scan-alternating`: the scanner on the scenario's frame and the same
+//!   parameters reversed, alternately: a layout change every frame.
 //!
 //! ```text
 //! valgrind --tool=callgrind --toggle-collect='*first_find*' \
@@ -162,6 +164,25 @@ fn scan(inputs: &Inputs, iterations: u64) {
     }
 }
 
+/// The scanner on two layouts alternating: the scenario's frame and the
+/// same parameters in reverse order (streambench's worst case for it).
+fn scan_alternating(inputs: &Inputs, iterations: u64) {
+    let bytes = scenario_bytes(inputs);
+    let frame = Frame::decode(&bytes).expect("valid frame");
+    let mut other = Frame::default();
+    let params: Vec<_> = frame.iter().collect();
+    for &(device, param, value) in params.iter().rev() {
+        other.add(device, param, value);
+    }
+    let other = other.encode().expect("the frame encodes");
+    let mut scanner = messageframe::FrameScanner::new();
+    for i in 0..iterations {
+        let b = if i % 2 == 0 { &bytes } else { &other };
+        let found = scanner.scan(black_box(b)).expect("valid frame");
+        let _ = black_box(found);
+    }
+}
+
 fn decode_only(inputs: &Inputs, iterations: u64) {
     let bytes = scenario_bytes(inputs);
     let mut frame = Frame::default();
@@ -174,6 +195,7 @@ fn decode_only(inputs: &Inputs, iterations: u64) {
 fn lookup_mode(name: &str) -> Option<fn(&Inputs, u64)> {
     match name {
         "scan" => Some(scan),
+        "scan-alternating" => Some(scan_alternating),
         "decode" => Some(decode_only),
         "find-last" => Some(find_last),
         "build-find" => Some(build_find),

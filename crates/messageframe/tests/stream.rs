@@ -1013,3 +1013,139 @@ fn writer_passes_large_attachments_as_they_are_with_partial_writes() {
         }
     }
 }
+
+/// Every answer of `scanner` to `bytes` (one frame) arriving in pieces that
+/// end at `cuts`, then the rest: the answers up to the frame's end or an
+/// error, and the truncation error if it ends cut short.
+fn answers(
+    scanner: &mut FrameScanner,
+    bytes: &[u8],
+    cuts: &[usize],
+) -> Vec<Result<Scan, messageframe::DecodeError>> {
+    let mut ends: Vec<usize> = cuts.iter().map(|&c| c % (bytes.len() + 1)).collect();
+    ends.sort_unstable();
+    ends.push(bytes.len());
+    let mut out = Vec::new();
+    for &end in &ends {
+        let answer = scanner.scan(&bytes[..end]);
+        let done = !matches!(answer, Ok(Scan::Incomplete { .. }));
+        out.push(answer);
+        if done {
+            return out;
+        }
+    }
+    out.push(
+        scanner
+            .truncation(bytes)
+            .map_or(Ok(Scan::Incomplete { need: 0 }), Err),
+    );
+    out
+}
+
+/// One byte of `bytes` replaced by each of the markers that decide the
+/// parameter walk's path (and the byte with its low bit flipped).
+fn each_byte_changed(bytes: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
+    const MARKERS: [u8; 14] = [
+        0x00, 0x7f, 0x80, 0x90, 0x92, 0x93, 0xa0, 0xa5, 0xbf, 0xc0, 0xc3, 0xcb, 0xd3, 0xff,
+    ];
+    (0..bytes.len()).flat_map(move |at| {
+        MARKERS
+            .iter()
+            .copied()
+            .chain([bytes[at] ^ 1])
+            .filter(move |&m| m != bytes[at])
+            .map(move |m| {
+                let mut b = bytes.to_vec();
+                b[at] = m;
+                b
+            })
+    })
+}
+
+/// A telemetry frame of `params` parameters in the forms encoders write
+/// (fixstr keys; integers of every width, doubles, short strings, bools):
+/// the parameters the scanner's fast walk takes and learns the layout of.
+/// `seed` varies the keys, the values and their encodings.
+fn telemetry_frame(seed: u64, params: usize) -> Frame {
+    let mut frame = Frame::new(Header::new(1, 2, 3, 4).with_counter(seed));
+    for k in 0..params as u64 {
+        let device = format!("d{}", (k + seed) % 3);
+        let param = format!("p{k}{}", "x".repeat(((k * seed) % 7) as usize));
+        let n = (k + seed) as i64;
+        match (k + seed) % 5 {
+            0 => frame.add(
+                &device,
+                &param,
+                n.pow((seed % 4) as u32 + 1) * (1 - 2 * (n & 1)),
+            ),
+            1 => frame.add(&device, &param, n as f64 * 0.25),
+            2 => frame.add(&device, &param, "v".repeat((n % 12) as usize)),
+            3 => frame.add(&device, &param, n % 2 == 0),
+            _ => frame.add(&device, &param, -n * 1000),
+        }
+    }
+    frame.add_attachment("a", vec![7u8; 5]);
+    frame
+}
+
+/// The scanner keeps the parameter layout of the frames it walked and
+/// passes over parameters that agree with it without walking them. A
+/// scanner that learned a frame answers every one-byte change of it
+/// exactly as a fresh scanner does: the same length and header, the same
+/// error at the same offset, the same bytes still needed, whole or split.
+#[test]
+fn a_scanner_that_learned_a_frame_answers_each_change_of_it_as_a_fresh_one() {
+    let frame = telemetry_frame(3, 24);
+    let bytes = frame.encode().expect("the frame encodes");
+    let mut warm = FrameScanner::new();
+    let (mut changed, mut rejected) = (0, 0);
+    for damaged in each_byte_changed(&bytes) {
+        for cuts in [&[][..], &[bytes.len() / 2], &[40, 41, 200]] {
+            // Learned: the undamaged frame (the error or the answer to the
+            // last damaged one changed nothing it walked before).
+            warm.reset();
+            let learned = warm.scan(&bytes);
+            assert!(matches!(learned, Ok(Scan::Complete { len, .. }) if len == bytes.len()));
+            let fresh = answers(&mut FrameScanner::new(), &damaged, cuts);
+            assert_eq!(answers(&mut warm, &damaged, cuts), fresh, "cuts {cuts:?}");
+            rejected += usize::from(fresh.iter().any(Result::is_err));
+        }
+        changed += 1;
+    }
+    // The changes reach the errors the walk guards against.
+    assert!(
+        changed > 3000 && rejected > changed / 2,
+        "{changed} changes, {rejected} rejected"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever frames a scanner learned (layouts that agree with the
+    /// frame's in part), under any limits, it answers a damaged frame,
+    /// whole or in pieces, exactly as a fresh scanner.
+    #[test]
+    fn what_a_scanner_learned_changes_no_answer(
+        learned in vec((0u64..6, 0usize..40), 0..3),
+        frame in (0u64..6, 0usize..40),
+        damage in vec((any::<usize>(), any::<u8>()), 0..4),
+        cuts in vec(any::<usize>(), 0..8),
+        limits in arb_limits(),
+    ) {
+        let mut warm = FrameScanner::with_limits(limits);
+        let bytes = telemetry_frame(frame.0, frame.1).encode().expect("the frame encodes");
+        for &(seed, params) in &learned {
+            let _ = warm.scan(&telemetry_frame(seed, params).encode().expect("the frame encodes"));
+            warm.reset();
+        }
+        let _ = warm.scan(&bytes);
+        let mut damaged = bytes.clone();
+        for &(at, byte) in &damage {
+            let at = at % damaged.len();
+            damaged[at] = byte;
+        }
+        let fresh = answers(&mut FrameScanner::with_limits(limits), &damaged, &cuts);
+        prop_assert_eq!(answers(&mut warm, &damaged, &cuts), fresh);
+    }
+}

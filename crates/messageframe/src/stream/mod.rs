@@ -15,6 +15,7 @@ mod buf;
 #[cfg(feature = "std")]
 mod io;
 mod scan;
+mod shape;
 
 #[cfg(feature = "std")]
 pub use io::{FrameReader, FrameWriter, StreamError};

@@ -34,6 +34,8 @@ use crate::header::Header;
 use crate::value::{TAG_BOOL, TAG_DOUBLE, TAG_INT, TAG_STRING};
 use crate::wire::read::{be_uint, fast_uint, head_size, scalar_size, Int, Reader};
 
+use super::shape::Shape;
+
 /// Smallest encoding of one parameter: fixstr key, `0x92`, tag, value (the
 /// decoder's walk uses the same bound).
 const MIN_PARAM_BYTES: u64 = 4;
@@ -225,7 +227,7 @@ pub struct FrameScanner {
     /// Parameters or attachments after the current one, itself included.
     left: usize,
     /// The current parameter's tag.
-    tag: i64,
+    tag: Int,
     /// Where the current parameter's key bytes are (for error contexts).
     key_at: usize,
     key_len: usize,
@@ -237,6 +239,10 @@ pub struct FrameScanner {
     att_bytes: u64,
     header: Header,
     steps: u64,
+    /// The layout of the parameters walked last (kept across frames).
+    shape: Shape,
+    /// Whether a parameter of this frame did not agree with `shape`.
+    shape_missed: bool,
 }
 
 impl fmt::Debug for FrameScanner {
@@ -301,6 +307,8 @@ impl FrameScanner {
             att_bytes: 0,
             header: Header::from_fields(0, 0, 0, 0, 0, 0, 0, 0),
             steps: 0,
+            shape: Shape::default(),
+            shape_missed: false,
         }
     }
 
@@ -335,8 +343,10 @@ impl FrameScanner {
     /// Forgets the current frame; the next call starts a new one.
     pub fn reset(&mut self) {
         let steps = self.steps;
+        let shape = core::mem::take(&mut self.shape);
         *self = FrameScanner {
             steps,
+            shape,
             ..FrameScanner::with_limits(self.limits)
         };
     }
@@ -574,9 +584,12 @@ impl FrameScanner {
     /// type) while they are entirely in `buf` and within the frame limit;
     /// stops, having consumed nothing of it, at the first one that is not,
     /// for the general path. Only when the limits admit every fixstr (the
-    /// key and string checks then cannot fail). Not inlined: on its own,
-    /// the loop keeps its few values in registers.
-    #[inline(never)]
+    /// key and string checks then cannot fail).
+    ///
+    /// First the parameters that agree with the [`Shape`] of the last ones
+    /// walked are passed over in one comparison; then the rest are walked
+    /// one by one, and recorded in the shape for the next frame (see
+    /// [`Shape::missed`] for when not).
     fn fast_params(&mut self, buf: &[u8]) {
         if self.limits.max_key_len.min(self.limits.max_string_len) < 31 {
             return;
@@ -587,51 +600,48 @@ impl FrameScanner {
         // attachments and the frame's extras). `room` is that bound on
         // `next`; it grows by 2 per parameter. The scanner's state keeps
         // `pos + pending <= max_frame`, so it cannot underflow.
-        let mut room = (self.max_frame - self.pending + 2) as usize;
-        let end = buf.len();
-        // Locals, written back once: the loop keeps them in registers.
-        let (mut p, mut left) = (self.pos, self.left);
-        // Each parameter's position depends on the previous one's key
-        // length and value size: a chain of loads. The size is computed
-        // from the value's marker with branches a predictor learns (the
-        // common markers first), and the tag/type check hangs off the
-        // chain, so the chain is two loads and a few additions long.
-        while left > 0 {
-            let Some(&m) = buf.get(p) else { break };
-            let klen = usize::from(m ^ 0xa0);
-            let v = p + 1 + klen;
-            if v + 3 > end {
-                break;
+        let room = (self.max_frame - self.pending + 2) as usize;
+        if self.shape.len() > self.index {
+            let rest = buf.get(self.pos..).unwrap_or(&[]);
+            // `room` bounds the first parameter's end; it only grows for
+            // the next ones, so it is a safe bound for all of them.
+            let limit = room.saturating_sub(self.pos);
+            let (n, bytes) = self.shape.check(rest, self.index, self.left, limit);
+            self.advance(n, self.pos + bytes);
+            if self.left == 0 {
+                if !self.shape_missed {
+                    self.shape.agreed();
+                }
+                return;
             }
-            let (array, tag, vm) = (buf[v], buf[v + 1], buf[v + 2]);
-            let size = if !(0x80..0xe0).contains(&vm) {
-                1
-            } else if vm & 0xe0 == 0xa0 {
-                1 + usize::from(vm & 0x1f)
-            } else {
-                scalar_size(vm)
-            };
-            let next = v + 2 + size;
-            // One branch for every check (each rarely fails).
-            let fits = (klen < 32)
-                & (array == 0x92)
-                & (FITS[usize::from(vm)] & TAG_BIT[usize::from(tag)] != 0)
-                & (next <= end)
-                & (next <= room);
-            if !fits {
-                break;
+            // The rest is walked; the shape learns it, unless layouts
+            // keep changing (one miss a frame: after a parameter of the
+            // general path, the shape may agree again, or not).
+            let first = !core::mem::replace(&mut self.shape_missed, true);
+            if first && self.shape.missed() {
+                self.shape.truncate(self.index);
             }
-            p = next;
-            room += 2;
-            left -= 1;
         }
-        let done = self.left - left;
+        let room = (self.max_frame - self.pending + 2) as usize;
+        let (p, left) = walk_params(
+            buf,
+            self.pos,
+            self.left,
+            room,
+            (self.shape.len() == self.index).then_some(&mut self.shape),
+        );
+        self.advance(self.left - left, p);
+    }
+
+    /// `done` parameters were read; the next element is at `p`.
+    #[inline]
+    fn advance(&mut self, done: usize, p: usize) {
         self.steps += done as u64;
         self.index += done;
         self.pending -= 2 * done as u64;
-        self.left = left;
+        self.left -= done;
         self.pos = p;
-        if left == 0 {
+        if self.left == 0 {
             self.phase = Phase::Attachments;
         }
     }
@@ -807,22 +817,20 @@ impl FrameScanner {
                 self.phase = Phase::Tag;
             }
             Phase::Tag => {
-                let tag: Int = match r.int() {
+                // Any integer is a tag (i64::MIN..=u64::MAX, as the
+                // decoder reads it): all but the four known are unknown.
+                self.tag = match r.int() {
                     Ok(t) => t,
                     Err(e) => return Err(rebase(at, self.context(buf))(e)),
-                };
-                self.tag = match i64::try_from(tag) {
-                    Ok(t) => t,
-                    Err(_) => return Err(self.error(ErrorKind::IntegerOutOfRange, at, buf)),
                 };
                 self.phase = Phase::Value;
             }
             Phase::Value => {
                 let checked = match self.tag {
-                    t if t == i64::from(TAG_INT) => r.int_as::<i64>().map(drop),
-                    t if t == i64::from(TAG_DOUBLE) => r.number().map(drop),
-                    t if t == i64::from(TAG_BOOL) => r.boolean().map(drop),
-                    t if t == i64::from(TAG_STRING) => {
+                    t if t == Int::from(TAG_INT) => r.int_as::<i64>().map(drop),
+                    t if t == Int::from(TAG_DOUBLE) => r.number().map(drop),
+                    t if t == Int::from(TAG_BOOL) => r.boolean().map(drop),
+                    t if t == Int::from(TAG_STRING) => {
                         self.payload = self.str_len(head, at, buf)?;
                         Ok(())
                     }
@@ -987,4 +995,61 @@ impl FrameScanner {
             Then::Frame => {}
         }
     }
+}
+
+/// Walks at most `left` parameters from `p` in the forms encoders write,
+/// while they are entirely in `buf` and end within `room` (which grows by 2
+/// per parameter); records each in `shape` if given. Returns where it
+/// stopped and how many parameters are left.
+///
+/// Not inlined: on its own, the loop keeps its few values in registers.
+/// Each parameter's position depends on the previous one's key length and
+/// value size: a chain of loads. The size is computed from the value's
+/// marker with branches a predictor learns (the common markers first), and
+/// the tag/type check hangs off the chain, so the chain is two loads and a
+/// few additions long.
+#[inline(never)]
+fn walk_params(
+    buf: &[u8],
+    mut p: usize,
+    mut left: usize,
+    mut room: usize,
+    mut shape: Option<&mut Shape>,
+) -> (usize, usize) {
+    let end = buf.len();
+    while left > 0 {
+        let Some(&m) = buf.get(p) else { break };
+        let klen = usize::from(m ^ 0xa0);
+        let v = p + 1 + klen;
+        if v + 3 > end {
+            break;
+        }
+        let (array, tag, vm) = (buf[v], buf[v + 1], buf[v + 2]);
+        let size = if !(0x80..0xe0).contains(&vm) {
+            1
+        } else if vm & 0xe0 == 0xa0 {
+            1 + usize::from(vm & 0x1f)
+        } else {
+            scalar_size(vm)
+        };
+        let next = v + 2 + size;
+        // One branch for every check (each rarely fails).
+        let fits = (klen < 32)
+            & (array == 0x92)
+            & (FITS[usize::from(vm)] & TAG_BIT[usize::from(tag)] != 0)
+            & (next <= end)
+            & (next <= room);
+        if !fits {
+            break;
+        }
+        if let Some(s) = &mut shape {
+            if !s.push(klen, tag, vm, next - p) {
+                shape = None;
+            }
+        }
+        p = next;
+        room += 2;
+        left -= 1;
+    }
+    (p, left)
 }
