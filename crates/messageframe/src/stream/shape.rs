@@ -241,6 +241,7 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prelude::*;
 
     /// `[key, [tag, value]]` bytes: a fixstr key of `klen` bytes and a
     /// value `value` (marker and payload).
