@@ -247,7 +247,7 @@ mod tests {
     /// value `value` (marker and payload).
     fn param(klen: usize, tag: u8, value: &[u8]) -> Vec<u8> {
         let mut b = vec![0xa0 | klen as u8];
-        b.extend(core::iter::repeat_n(b'k', klen));
+        b.extend(core::iter::repeat(b'k').take(klen));
         b.extend([0x92, tag]);
         b.extend_from_slice(value);
         b
