@@ -50,7 +50,9 @@ pub(crate) struct PyFrame {
     source: Option<Source>,
     /// Per attachment, in order: the object `add_attachment` was given (a
     /// `bytes` or a read-only byte memoryview), or None for a slice of
-    /// `source`.
+    /// `source`. Attachments past its end are slices of `source` too: a
+    /// decoded frame leaves it empty (no allocation per decode) until
+    /// `add_attachment`.
     views: Vec<Option<Py<PyAny>>>,
     /// An upper bound of the bytes of keys and strings in `frame`.
     text: usize,
@@ -94,13 +96,12 @@ impl PyFrame {
             run(&mut frame)
         };
         let used = result.map_err(|e| errors::from_decode(py, &e.with_base_offset(base_offset)))?;
-        let views = (0..frame.attachment_count()).map(|_| None).collect();
         let attached: usize = frame.attachments().map(|(_, data)| data.len()).sum();
         Ok((
             PyFrame {
                 frame: Some(frame),
                 source: Some(input.source),
-                views,
+                views: Vec::new(),
                 text: used.saturating_sub(attached),
             },
             used,
@@ -168,7 +169,7 @@ impl PyFrame {
 
     /// The memoryview of attachment `i`, whose data is `data`.
     fn view<'py>(&self, py: Python<'py>, i: usize, data: &Bytes) -> PyResult<Bound<'py, PyAny>> {
-        match &self.views[i] {
+        match self.views.get(i).and_then(Option::as_ref) {
             Some(obj) => {
                 let obj = obj.bind(py);
                 if obj.is_instance_of::<PyBytes>() {
@@ -500,6 +501,8 @@ impl PyFrame {
             let export = pyo3::buffer::PyUntypedBuffer::get(&view)?;
             (share_export(export)?, view)
         };
+        let i = self.f().attachment_count();
+        self.views.resize_with(i, || None);
         self.fm().add_attachment(name, data);
         self.views.push(Some(obj.unbind()));
         Ok(())

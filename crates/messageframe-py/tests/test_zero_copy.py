@@ -43,6 +43,27 @@ def test_decoded_attachment_shares_memory_with_the_input() -> None:
         mv[0] = 1  # type: ignore[index]
 
 
+def test_an_attachment_added_to_a_decoded_frame_sits_beside_the_decoded_ones() -> None:
+    f = mf.Frame()
+    f.add_attachment("a", b"first")
+    f.add_attachment("b", b"second")
+    data = f.encode()
+    back = mf.Frame.decode(data)
+    extra = np.arange(16, dtype=np.uint8)
+    back.add_attachment("c", extra)
+    got = back.attachments()
+    assert [(n, bytes(v)) for n, v in got] == [("a", b"first"), ("b", b"second"), ("c", extra.tobytes())]
+    # The decoded two still view the input, the added one the caller's array.
+    src = np.frombuffer(data, np.uint8)
+    assert np.shares_memory(np.frombuffer(back.attachment("b"), np.uint8), src)
+    assert np.shares_memory(np.frombuffer(back.attachment("c"), np.uint8), extra)
+    assert mf.Frame.decode(back.encode()).attachments()[2][0] == "c"
+    # Cleared, then given new attachments: only those.
+    back.clear()
+    back.add_attachment("d", b"x")
+    assert [(n, bytes(v)) for n, v in back.attachments()] == [("d", b"x")]
+
+
 @pytest.mark.parametrize("kind", ["bytes", "bytearray", "memoryview", "numpy"])
 def test_every_input_type_is_shared_not_copied(kind: str) -> None:
     f = mf.Frame()
