@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
 use crate::errors;
 use crate::header::{HeaderFields, PyHeader};
-use crate::memory::{share_bytes, share_export};
+use crate::memory::{new_bytes_with, share_bytes, share_export};
 use crate::source::{acquire, byte_view, Input, Source};
 use crate::value::{from_py, to_py};
 
@@ -553,16 +553,13 @@ impl PyFrame {
     fn encode<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let len = self.f().encoded_len();
         let frame = self.f();
-        PyBytes::new_with(py, len, |buf| {
-            let mut out = &mut *buf;
-            let written = if len >= RELEASE_GIL_BYTES {
+        new_bytes_with(py, len, |mut out| {
+            if len >= RELEASE_GIL_BYTES {
                 py.detach(|| frame.encode_to_buf(&mut out))
             } else {
                 frame.encode_to_buf(&mut out)
             }
-            .map_err(|e| errors::from_encode(&e))?;
-            debug_assert_eq!(written, len);
-            Ok(())
+            .map_err(|e| errors::from_encode(&e))
         })
     }
 
