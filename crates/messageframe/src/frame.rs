@@ -215,6 +215,52 @@ impl AttachmentStore {
     }
 }
 
+/// A frame's attachments: a store boxed on first need, so that a frame
+/// without any (most small frames) carries one pointer instead of the
+/// store's three vectors, and moving or dropping it costs that much less.
+#[derive(Clone, Default)]
+pub(crate) struct Attachments(Option<Box<AttachmentStore>>);
+
+/// What a frame without a store reads.
+static EMPTY_STORE: AttachmentStore = AttachmentStore {
+    slots: Vec::new(),
+    names: String::new(),
+    spare: Vec::new(),
+};
+
+impl Attachments {
+    fn with_capacity(count: usize) -> Self {
+        Attachments((count > 0).then(|| Box::new(AttachmentStore::with_capacity(count))))
+    }
+
+    #[inline]
+    pub(crate) fn store(&self) -> &AttachmentStore {
+        self.0.as_deref().unwrap_or(&EMPTY_STORE)
+    }
+
+    /// Whether the store is boxed already (a decode charges the box).
+    pub(crate) fn is_boxed(&self) -> bool {
+        self.0.is_some()
+    }
+
+    pub(crate) fn store_mut(&mut self) -> &mut AttachmentStore {
+        self.0.get_or_insert_with(Box::default)
+    }
+
+    fn reserve(&mut self, count: usize) {
+        if count > 0 {
+            self.store_mut().reserve(count);
+        }
+    }
+
+    #[inline]
+    fn clear(&mut self) {
+        if let Some(store) = &mut self.0 {
+            store.clear();
+        }
+    }
+}
+
 /// One message: a [`Header`], parameters addressed by `(device, param)` with
 /// typed values, and named binary attachments.
 ///
@@ -240,7 +286,7 @@ impl AttachmentStore {
 pub struct Frame {
     header: Header,
     params: Params,
-    attachments: AttachmentStore,
+    attachments: Attachments,
 }
 
 impl Default for Frame {
@@ -289,7 +335,7 @@ impl Frame {
         Frame {
             header,
             params: Params::default(),
-            attachments: AttachmentStore::default(),
+            attachments: Attachments::default(),
         }
     }
 
@@ -300,7 +346,7 @@ impl Frame {
         Frame {
             header,
             params: Params::with_capacity(config.params, config.text_bytes),
-            attachments: AttachmentStore::with_capacity(config.attachments),
+            attachments: Attachments::with_capacity(config.attachments),
         }
     }
 
@@ -667,7 +713,7 @@ impl Frame {
     /// [`EncodeError::AttachmentTooLarge`] for a larger one (nothing
     /// panics).
     pub fn add_attachment(&mut self, name: &str, data: impl Into<Bytes>) {
-        self.attachments.push(name, data.into(), false);
+        self.attachments.store_mut().push(name, data.into(), false);
     }
 
     /// Appends a copy of `data` as an attachment, for data the caller keeps
@@ -693,17 +739,19 @@ impl Frame {
     /// As with [`add_attachment`](Frame::add_attachment), data of any size is
     /// kept and the encoder refuses what MessagePack cannot express.
     pub fn add_attachment_copy(&mut self, name: &str, data: &[u8]) {
-        let data = self.attachments.copy_of(data);
-        self.attachments.push(name, data, true);
+        let store = self.attachments.store_mut();
+        let data = store.copy_of(data);
+        store.push(name, data, true);
     }
 
     /// The attachments as `(name, data)`, in insertion order
     /// (`get_attachments()`). Clone a [`Bytes`] to keep it: that shares the
     /// data, it does not copy it.
     pub fn attachments(&self) -> FrameAttachments<'_> {
+        let store = self.attachments.store();
         FrameAttachments {
-            store: &self.attachments,
-            slots: self.attachments.slots.iter(),
+            store,
+            slots: store.slots.iter(),
         }
     }
 
@@ -716,7 +764,7 @@ impl Frame {
     /// Number of attachments.
     #[must_use]
     pub fn attachment_count(&self) -> usize {
-        self.attachments.slots.len()
+        self.attachments.store().slots.len()
     }
 
     /// Removes all parameters and attachments, keeping the capacity of every
@@ -783,6 +831,7 @@ impl Frame {
     /// with the default [`Decoder`]. Attachment data is copied; see
     /// [`Frame::decode_shared`] to share it instead, or
     /// [`FrameView`](crate::FrameView) to borrow everything.
+    #[inline]
     pub fn decode(bytes: &[u8]) -> Result<Frame, DecodeError> {
         let mut frame = Frame::blank();
         Decoder::new().decode_lenient_into(&mut frame, bytes)?;
@@ -834,15 +883,15 @@ impl Frame {
     }
 
     pub(crate) fn attachment_slots(&self) -> &[AttachmentSlot] {
-        &self.attachments.slots
+        &self.attachments.store().slots
     }
 
     pub(crate) fn attachment_name(&self, a: &AttachmentSlot) -> &str {
-        self.attachments.name(a)
+        self.attachments.store().name(a)
     }
 
     pub(crate) fn attachment_names_len(&self) -> usize {
-        self.attachments.names.len()
+        self.attachments.store().names.len()
     }
 
     pub(crate) fn clear_attachments(&mut self) {
@@ -850,7 +899,7 @@ impl Frame {
     }
 
     /// The storage a decode fills.
-    pub(crate) fn decode_parts(&mut self) -> (&mut Params, &mut AttachmentStore) {
+    pub(crate) fn decode_parts(&mut self) -> (&mut Params, &mut Attachments) {
         (&mut self.params, &mut self.attachments)
     }
 }
@@ -1078,6 +1127,16 @@ mod tests {
     use crate::wire::write::{CACHED_COPY_CHUNK, CACHED_COPY_MAX};
 
     #[test]
+    fn a_frame_stays_small_enough_to_move_cheaply() {
+        // Every move of a new or decoded frame copies it whole (a fresh
+        // round trip moves one about 4 times, docs/performance.md); the
+        // lookup index lives behind a pointer for that reason.
+        let size = core::mem::size_of::<Frame>();
+        eprintln!("size_of::<Frame>() = {size}");
+        assert!(size <= 384, "a Frame takes {size} bytes");
+    }
+
+    #[test]
     fn attachments_copied_in_pieces_arrive_whole_in_the_frame_and_the_wire() {
         let chunk = CACHED_COPY_CHUNK;
         for len in [
@@ -1157,7 +1216,7 @@ mod tests {
                 frame.add_attachment_copy(&format!("a{j}"), &vec![0u8; k * 100]);
             }
             most_held = most_held.max(frame.attachment_count());
-            let a = &frame.attachments;
+            let a = frame.attachments.store();
             assert!(
                 a.spare.len() + a.slots.len() <= most_held,
                 "message {k}: {} spare + {} live buffers",
@@ -1166,9 +1225,9 @@ mod tests {
             );
         }
         frame.clear();
-        assert!(frame.attachments.spare.len() <= most_held);
+        assert!(frame.attachments.store().spare.len() <= most_held);
         assert!(
-            !frame.attachments.spare.is_empty(),
+            !frame.attachments.store().spare.is_empty(),
             "cleared copies are kept"
         );
     }

@@ -163,14 +163,35 @@ pub(crate) struct Table {
     /// While pushes index and no index is in use: the entries `spare`'s
     /// index holds, `0..covered` (0: `spare` holds no index).
     covered: usize,
+    /// The index and its spare, boxed on first need: a table of up to
+    /// [`LINEAR_MAX`] entries never has one, and in place the two took 192
+    /// of a frame's 616 bytes, which every move of a new or decoded frame
+    /// copies (a fresh 4-parameter round trip moves one 4 times).
+    lookup: Once<Box<Lookup>>,
+    /// Entries scanned by lookups since the table was last cleared, while
+    /// no index is built. Relaxed: it only steers when the index is built.
+    scanned: AtomicUsize,
+}
+
+/// The index of a [`Table`] and its spare.
+#[derive(Default)]
+struct Lookup {
     index: Once<Index>,
     /// The index while it is not in use: its allocation after `clear`, so
     /// that the next build reuses it, or the index pushes are keeping (see
     /// `index_from`). Locked only by a lookup that installs it.
     spare: Spare<Index>,
-    /// Entries scanned by lookups since the table was last cleared, while
-    /// no index is built. Relaxed: it only steers when the index is built.
-    scanned: AtomicUsize,
+}
+
+/// The table's [`Lookup`], boxed now if it was not yet.
+fn lookup_mut(cell: &mut Once<Box<Lookup>>) -> &mut Lookup {
+    if cell.get().is_none() {
+        let _ = cell.set(Box::default());
+    }
+    match cell.get_mut() {
+        Some(l) => l,
+        None => unreachable!("set above"),
+    }
 }
 
 /// How many full scans lookups may do before the index is built: building
@@ -184,8 +205,7 @@ impl Default for Table {
             entries: Entries::default(),
             index_from: AtomicUsize::new(INDEX_ON_PUSH),
             covered: 0,
-            index: Once::new(),
-            spare: Spare::default(),
+            lookup: Once::new(),
             scanned: AtomicUsize::new(0),
         }
     }
@@ -194,17 +214,26 @@ impl Default for Table {
 impl Clone for Table {
     fn clone(&self) -> Self {
         let pushed = self.pushed_index();
-        let spare = if pushed {
-            self.spare.lock().clone()
-        } else {
-            Index::default()
-        };
+        let lookup = Once::new();
+        if let Some(l) = self.lookup.get() {
+            let spare = if pushed {
+                l.spare.lock().clone()
+            } else {
+                Index::default()
+            };
+            let copy = Lookup {
+                index: l.index.clone(),
+                spare: Spare::new(spare),
+            };
+            if lookup.set(Box::new(copy)).is_err() {
+                unreachable!("a new cell is empty");
+            }
+        }
         Table {
             entries: self.entries.clone(),
             index_from: AtomicUsize::new(self.index_from.load(Ordering::Relaxed)),
             covered: if pushed { self.covered } else { 0 },
-            index: self.index.clone(),
-            spare: Spare::new(spare),
+            lookup,
             scanned: AtomicUsize::new(self.scanned.load(Ordering::Relaxed)),
         }
     }
@@ -399,7 +428,7 @@ impl Table {
         // An index exists only past LINEAR_MAX entries: one compare for
         // small tables.
         let len = self.entries.len();
-        if len > LINEAR_MAX && (len > INDEX_ON_PUSH || self.index.get().is_some()) {
+        if len > LINEAR_MAX && (len > INDEX_ON_PUSH || self.built().is_some()) {
             self.learn_and_release();
         }
         self.entries.clear();
@@ -415,15 +444,10 @@ impl Table {
     #[inline(never)]
     fn learn_and_release(&mut self) {
         let large = self.entries.len() > INDEX_ON_PUSH;
-        let looked_up = self.index.get().is_some() || (large && *self.scanned.get_mut() > 0);
+        let looked_up = self.built().is_some() || (large && *self.scanned.get_mut() > 0);
         let pushed = self.pushed_index();
         self.covered = 0;
-        if let Some(mut index) = self.index.take() {
-            index.clear();
-            *self.spare.get_mut() = index;
-        } else if pushed {
-            self.spare.get_mut().clear();
-        }
+        self.release_index(pushed);
         let from = self.index_from.get_mut();
         if looked_up {
             *from = INDEX_ON_PUSH;
@@ -440,12 +464,7 @@ impl Table {
     /// past it indexes all entries from the first); the lookups' scan
     /// budget starts afresh.
     fn forget_index(&mut self) {
-        if let Some(mut index) = self.index.take() {
-            index.clear();
-            *self.spare.get_mut() = index;
-        } else if self.covered > 0 {
-            self.spare.get_mut().clear();
-        }
+        self.release_index(self.covered > 0);
         self.covered = 0;
         let from = self.index_from.get_mut();
         if *from != NEVER {
@@ -454,11 +473,31 @@ impl Table {
         *self.scanned.get_mut() = 0;
     }
 
+    /// Empties the index in use into `spare`, keeping its allocation, or,
+    /// if `pushed`, the index pushes were keeping there.
+    fn release_index(&mut self, pushed: bool) {
+        let Some(l) = self.lookup.get_mut() else {
+            return;
+        };
+        if let Some(mut index) = l.index.take() {
+            index.clear();
+            *l.spare.get_mut() = index;
+        } else if pushed {
+            l.spare.get_mut().clear();
+        }
+    }
+
+    /// The index in use, if any.
+    #[inline]
+    fn built(&self) -> Option<&Index> {
+        self.lookup.get().and_then(|l| l.index.get())
+    }
+
     /// Whether `spare` holds the index pushes keep (of entries
     /// `0..covered`; the rest of them are pending).
     #[inline]
     fn pushed_index(&self) -> bool {
-        self.covered > 0 && self.index.get().is_none()
+        self.covered > 0 && self.built().is_none()
     }
 
     /// Starts a decode: the table is cleared and its pushes do not index.
@@ -473,9 +512,10 @@ impl Table {
         let total = self.entries.len() + params;
         if total > LINEAR_MAX {
             let entries = &self.entries;
-            let index = match self.index.get_mut() {
+            let l = lookup_mut(&mut self.lookup);
+            let index = match l.index.get_mut() {
                 Some(index) => index,
-                None => self.spare.get_mut(),
+                None => l.spare.get_mut(),
             };
             index.reserve(total.saturating_sub(index.len()), &|a, b| {
                 order_entries(text, &entries[a], &entries[b])
@@ -515,7 +555,7 @@ impl Table {
     /// [`reserve_entries_charged`]: Table::reserve_entries_charged
     #[inline(always)]
     pub(crate) fn push_decoded(&mut self, entry: Entry) {
-        debug_assert!(self.index.get().is_none());
+        debug_assert!(self.built().is_none());
         self.entries.push_reserved(entry);
     }
 
@@ -545,7 +585,7 @@ impl Table {
     #[inline(never)]
     fn push_indexed(&mut self, text: &[u8], i: usize, hash: Option<u64>) -> bool {
         let entries = &self.entries;
-        let Some(index) = self.index.get_mut() else {
+        let Some(index) = self.lookup.get_mut().and_then(|l| l.index.get_mut()) else {
             self.index_block(text, i + 1);
             *self.index_from.get_mut() = i + PUSH_BLOCK;
             return true;
@@ -563,7 +603,7 @@ impl Table {
     /// entries present).
     fn index_block(&mut self, text: &[u8], end: usize) {
         let entries = &self.entries;
-        let index = self.spare.get_mut();
+        let index = lookup_mut(&mut self.lookup).spare.get_mut();
         if self.covered == 0 {
             index.reserve(entries.len(), &|a, b| {
                 order_entries(text, &entries[a], &entries[b])
@@ -581,10 +621,11 @@ impl Table {
     /// docs/security.md). Duplicates are left out (first occurrence wins).
     #[inline]
     fn index(&self, text: &[u8]) -> &Index {
-        self.index.get_or_init(|| {
+        let l = self.lookup.get_or_init(Box::default);
+        l.index.get_or_init(|| {
             let from = if self.pushed_index() { self.covered } else { 0 };
             let entries = &self.entries;
-            let mut index = core::mem::take(&mut *self.spare.lock());
+            let mut index = core::mem::take(&mut *l.spare.lock());
             if from == 0 {
                 index.reserve(entries.len(), &|a, b| {
                     order_entries(text, &entries[a], &entries[b])
@@ -660,7 +701,7 @@ impl Table {
         if self.entries.len() <= LINEAR_MAX {
             return self.scan(&matches);
         }
-        let index = match self.index.get() {
+        let index = match self.built() {
             Some(index) => index,
             None if self.spend_scan_budget() => return self.scan(&matches),
             None => self.index(text),
@@ -700,6 +741,17 @@ impl Table {
         } else {
             false
         }
+    }
+
+    /// An upper bound of the bytes building the index of every entry
+    /// allocates: the index, and its box if the table has none yet.
+    pub(crate) fn bytes_to_index(&self) -> usize {
+        let boxed = if self.lookup.get().is_some() {
+            0
+        } else {
+            core::mem::size_of::<Lookup>()
+        };
+        Index::bytes_for(self.entries.len()).saturating_add(boxed)
     }
 
     /// The first entry whose key occurred before it, if any.
@@ -801,15 +853,18 @@ impl<'a> KeySet<'a> {
 
 impl Params {
     pub(crate) fn with_capacity(params: usize, text_bytes: usize) -> Self {
-        let spare = if params > LINEAR_MAX {
-            Index::with_spill_room(params)
-        } else {
-            Index::default()
-        };
+        let lookup = Once::new();
+        if params > LINEAR_MAX {
+            let spare = Spare::new(Index::with_spill_room(params));
+            let index = Once::new();
+            if lookup.set(Box::new(Lookup { index, spare })).is_err() {
+                unreachable!("a new cell is empty");
+            }
+        }
         Params {
             table: Table {
                 entries: Entries::with_capacity(params),
-                spare: Spare::new(spare),
+                lookup,
                 ..Table::default()
             },
             text: TextArena::with_capacity(text_bytes),
@@ -966,7 +1021,7 @@ impl Params {
     /// Whether the lookup index has been built.
     #[cfg(test)]
     pub(crate) fn index_built(&self) -> bool {
-        self.table.index.get().is_some()
+        self.table.built().is_some()
     }
 
     /// Whether `(device, param) = value` fits the arenas: their offsets
@@ -1225,13 +1280,13 @@ mod tests {
         for k in 0..=LINEAR_MAX {
             assert!(p.push("d", &format!("p{k}"), None, ValueRef::Int(0)));
         }
-        assert!(p.table.index.get().is_none(), "no index before a lookup");
+        assert!(p.table.built().is_none(), "no index before a lookup");
         for _ in 0..SCAN_BUDGET {
             assert_eq!(p.position("d", "p3", None), Some(3));
         }
-        assert!(p.table.index.get().is_none(), "the first lookups scan");
+        assert!(p.table.built().is_none(), "the first lookups scan");
         assert_eq!(p.position("d", "p3", None), Some(3));
-        assert_eq!(p.table.index.get().map(Index::len), Some(LINEAR_MAX + 1));
+        assert_eq!(p.table.built().map(Index::len), Some(LINEAR_MAX + 1));
         assert!(
             !p.push("d", "p0", None, ValueRef::Int(1)),
             "an index, once built, reports duplicates"
@@ -1246,11 +1301,11 @@ mod tests {
             Some(LINEAR_MAX + 1)
         );
         p.clear();
-        assert!(p.table.index.get().is_none(), "clear drops the index");
+        assert!(p.table.built().is_none(), "clear drops the index");
     }
 
     fn spare_len(p: &mut Params) -> usize {
-        p.table.spare.get_mut().len()
+        lookup_mut(&mut p.table.lookup).spare.get_mut().len()
     }
 
     fn fill(p: &mut Params, n: usize) {
@@ -1274,14 +1329,11 @@ mod tests {
         // Wire keys (no parts given) and duplicates.
         p.push_wire("d\u{1f}wire", ValueRef::Bool(true));
         p.push("d", "p3", None, ValueRef::Int(-1));
-        assert!(p.table.index.get().is_none(), "kept aside until a lookup");
+        assert!(p.table.built().is_none(), "kept aside until a lookup");
         assert!(p.table.covered < p.len(), "some pushes pending");
         // The first lookup takes the index over, pending pushes included.
         assert_eq!(p.position("d", "wire", None), Some(INDEX_ON_PUSH + 100));
-        assert_eq!(
-            p.table.index.get().map(Index::len),
-            Some(INDEX_ON_PUSH + 101)
-        );
+        assert_eq!(p.table.built().map(Index::len), Some(INDEX_ON_PUSH + 101));
         assert_eq!(p.position("d", "p3", None), Some(3), "first occurrence");
         assert_eq!(*p.table.scanned.get_mut(), 0, "no lookup scanned");
         // Pushes now update the index in use, and report duplicates.

@@ -18,7 +18,6 @@ use bytes::Bytes;
 use crate::error::{Context, DecodeError, ErrorKind, Limit};
 use crate::frame::Frame;
 use crate::header::Header;
-use crate::index::Index;
 use crate::params::DecodeTarget;
 use crate::wire::read::Reader;
 
@@ -389,7 +388,7 @@ impl Decoder {
                 // Duplicates are looked for once, with the index lookups
                 // build anyway (charged to the budget first).
                 let DecodeTarget { table, text, .. } = &sink.target;
-                fine = sink.budget.charge(Index::bytes_for(table.len())).is_ok()
+                fine = sink.budget.charge(table.bytes_to_index()).is_ok()
                     && table.first_duplicate(text.bytes()).is_none();
             }
             let OwnedSink { target, budget, .. } = sink;

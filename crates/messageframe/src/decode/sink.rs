@@ -7,7 +7,7 @@ use core::ops::Range;
 use bytes::Bytes;
 
 use crate::error::Limit;
-use crate::frame::AttachmentStore;
+use crate::frame::{AttachmentStore, Attachments};
 use crate::params::{
     grown_capacity, store_unknown, to_u32, DecodeTarget, Entry, KeySet, Slot, TAG_BYTES_MAX,
 };
@@ -109,7 +109,7 @@ pub(super) struct OwnedSink<'f, 'a> {
     /// that checks room for its bytes checks this too.
     pub(super) text_end: usize,
     pub(super) raw_end: usize,
-    pub(super) attachments: &'f mut AttachmentStore,
+    pub(super) attachments: &'f mut Attachments,
     /// When decoding from a `Bytes`, attachments are slices of it.
     pub(super) shared: Option<&'a Bytes>,
     pub(super) input: &'a [u8],
@@ -265,15 +265,24 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
     }
 
     fn begin_attachments(&mut self, count: usize) -> Result<(), Limit> {
+        if count == 0 {
+            return Ok(());
+        }
+        if !self.attachments.is_boxed() {
+            self.budget
+                .charge(core::mem::size_of::<AttachmentStore>())?;
+        }
         let budget = &mut self.budget;
         self.attachments
+            .store_mut()
             .reserve_charged(count, |bytes| budget.charge(bytes))
     }
 
     fn attachment(&mut self, name: &'a [u8], data: Range<usize>) -> Result<(), Refusal> {
         let name = crate::utf8::str_from(name).map_err(|_| Refusal::Utf8 { in_key: false })?;
         let budget = &mut self.budget;
-        self.attachments
+        let store = self.attachments.store_mut();
+        store
             .reserve_name_charged(name.len(), |bytes| budget.charge(bytes))
             .map_err(Refusal::Limit)?;
         let (data, own_copy) = match self.shared {
@@ -282,10 +291,10 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
                 // Charged whether or not a spare buffer takes the copy, so
                 // that what a decode may do depends on its input alone.
                 self.budget.charge(data.len()).map_err(Refusal::Limit)?;
-                (self.attachments.copy_of(&self.input[data]), true)
+                (store.copy_of(&self.input[data]), true)
             }
         };
-        self.attachments.push(name, data, own_copy);
+        store.push(name, data, own_copy);
         Ok(())
     }
 }
