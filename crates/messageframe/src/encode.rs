@@ -289,8 +289,8 @@ fn write_frame<O: Out>(frame: &Frame, out: &mut O, mut data: impl FnMut(&mut O, 
     for e in params.entries() {
         write_str(out, e.key_in(text));
         match e.slot {
-            Slot::Int(v) => write_int_pair(out, v),
-            Slot::Double(v) => write_double_pair(out, v),
+            Slot::Int(v) => write_int_pair(out, v.i64()),
+            Slot::Double(v) => write_double_pair(out, v.f64()),
             Slot::Bool(v) => write_bool_pair(out, v),
             Slot::Str { start, len } => {
                 let start = start as usize;
@@ -339,8 +339,8 @@ pub(crate) fn encoded_len(frame: &Frame) -> usize {
         let key = e.key_in(text).len();
         n += len_prefix_len(key, Some(31), true) + key + 2;
         n += match e.slot {
-            Slot::Int(v) => int_len(v),
-            Slot::Double(v) => match double_repr(v) {
+            Slot::Int(v) => int_len(v.i64()),
+            Slot::Double(v) => match double_repr(v.f64()) {
                 DoubleRepr::Uint(u) => uint_len(u),
                 DoubleRepr::Int(i) => int_len(i),
                 DoubleRepr::Float(_) => 9,

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use crate::error::Limit;
 use crate::frame::{AttachmentStore, Attachments};
 use crate::params::{
-    grown_capacity, store_unknown, to_u32, DecodeTarget, Entry, KeySet, Slot, TAG_BYTES_MAX,
+    grown_capacity, store_unknown, to_u32, Bits, DecodeTarget, Entry, KeySet, Slot, TAG_BYTES_MAX,
 };
 
 use super::walk::{Refusal, Sink, WireValue};
@@ -250,8 +250,8 @@ impl<'a> Sink<'a> for OwnedSink<'_, 'a> {
                 self.reserve_payload(key.len(), 0)?;
                 let key_start = self.push_text(key);
                 let slot = match scalar {
-                    WireValue::Int(v) => Slot::Int(v),
-                    WireValue::Double(v) => Slot::Double(v),
+                    WireValue::Int(v) => Slot::Int(Bits::of_i64(v)),
+                    WireValue::Double(v) => Slot::Double(Bits::of_f64(v)),
                     WireValue::Bool(v) => Slot::Bool(v),
                     WireValue::Str(_) | WireValue::Unknown(..) => unreachable!("matched above"),
                 };
