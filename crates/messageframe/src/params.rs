@@ -123,12 +123,13 @@ pub(crate) struct Entry {
 }
 
 impl Default for Entry {
-    /// The filler of an entry vector's unused inline slots.
+    /// The filler of an entry vector's unused inline slots, never read:
+    /// all zeros, so that a new frame's inline entries are a memset.
     fn default() -> Self {
         Entry {
             key_start: 0,
             key_len: 0,
-            dev_len: NO_SEP,
+            dev_len: 0,
             slot: Slot::Int(Bits::of_i64(0)),
         }
     }
