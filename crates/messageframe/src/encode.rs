@@ -153,7 +153,7 @@ pub(crate) fn max_encoded_len(frame: &Frame) -> Result<Bounds, EncodeError> {
     // header 5, `0x92` + tag 2, value header or scalar 9 (an unknown value's
     // tag and value are its bytes in the raw arena); per attachment: pair 1,
     // name header 5, bin header 5. The parameters' part cannot overflow: an
-    // entry (32 bytes) and the arenas live in this address space. The
+    // entry (24 bytes) and the arenas live in this address space. The
     // attachments may share one buffer many times, so on a 32-bit target
     // their sizes can add up past `usize::MAX`: they saturate, and reserving
     // `usize::MAX` bytes fails.
