@@ -29,7 +29,10 @@ pub(crate) const MAX_ITEMS: usize = u32::MAX as usize;
 pub(crate) struct InlineVec<T: Copy + Default, const N: usize> {
     len: usize,
     inline: [T; N],
-    heap: Vec<T>,
+    /// A boxed slice, not a `Vec`: it is always filled to its capacity, so
+    /// a `Vec`'s length would repeat its capacity, and 8 bytes more in a
+    /// frame are 8 bytes more to copy at each of its moves.
+    heap: Box<[T]>,
 }
 
 impl<T: Copy + Default, const N: usize> Default for InlineVec<T, N> {
@@ -37,7 +40,7 @@ impl<T: Copy + Default, const N: usize> Default for InlineVec<T, N> {
         InlineVec {
             len: 0,
             inline: [T::default(); N],
-            heap: Vec::new(),
+            heap: Box::default(),
         }
     }
 }
@@ -212,15 +215,20 @@ impl<T: Copy + Default, const N: usize> InlineVec<T, N> {
             cap <= MAX_ITEMS,
             "a frame's keys and strings are limited to 4 GiB"
         );
-        if self.heap.is_empty() {
+        let mut heap = if self.heap.is_empty() {
             let mut heap = Vec::with_capacity(cap);
             heap.extend_from_slice(&self.inline[..self.len]);
-            heap.resize(cap, T::default());
-            self.heap = heap;
+            heap
         } else {
-            self.heap.reserve_exact(cap - self.heap.len());
-            self.heap.resize(cap, T::default());
-        }
+            // A reallocation, as a `Vec`'s growth (its length is its
+            // capacity, so `into_vec` and `into_boxed_slice` allocate
+            // nothing of their own).
+            let mut heap = core::mem::take(&mut self.heap).into_vec();
+            heap.reserve_exact(cap - heap.len());
+            heap
+        };
+        heap.resize(cap, T::default());
+        self.heap = heap.into_boxed_slice();
     }
 
     /// Room for `more` items, growing as a `Vec` does.
