@@ -331,6 +331,7 @@ impl TryFrom<&[u8]> for Frame {
 impl Frame {
     /// An empty frame with this header.
     #[must_use]
+    #[inline]
     pub fn new(header: Header) -> Self {
         Frame {
             header,
@@ -870,6 +871,7 @@ impl Frame {
 
     /// An empty frame for a decode to fill: an all-zero header (version 0,
     /// unlike `Frame::default`'s 1), since the decode replaces it.
+    #[inline]
     pub(crate) fn blank() -> Frame {
         Frame::new(Header::from_fields(0, 0, 0, 0, 0, 0, 0, 0))
     }

@@ -230,6 +230,7 @@ fn lookup_mut(cell: &mut Once<Box<Lookup>>) -> &mut Lookup {
 pub(crate) const SCAN_BUDGET: usize = 4;
 
 impl Default for Table {
+    #[inline]
     fn default() -> Self {
         Table {
             entries: Entries::default(),
