@@ -21,6 +21,13 @@ use crate::prelude::*;
 /// (no check of its own needed; the growth that would pass it panics).
 pub(crate) const MAX_ITEMS: usize = u32::MAX as usize;
 
+/// A vector that outgrows its `N` items in place grows to at least this
+/// many times `N`: a frame past its few inline parameters usually holds
+/// tens of them (a telemetry message 64), and doubling from 4 entries took
+/// three reallocations and copies to reach 32 (a fresh 32-parameter frame:
+/// 4 allocations while adding, now 2).
+pub(crate) const FIRST_HEAP_FACTOR: usize = 8;
+
 /// Up to `N` items in place, then a heap buffer.
 ///
 /// Invariants: `len <= buf().len()`; `heap` is either empty (the items are
@@ -197,11 +204,19 @@ impl<T: Copy + Default, const N: usize> InlineVec<T, N> {
 
     /// Grows the buffer to hold at least `need` items: to twice its
     /// capacity or `need`, whichever is more (a `Vec`'s amortized growth),
-    /// but not past [`MAX_ITEMS`] unless `need` is.
+    /// but not past [`MAX_ITEMS`] unless `need` is; and on leaving the
+    /// inline part, to at least [`FIRST_HEAP_FACTOR`] times it.
     #[cold]
     #[inline(never)]
     fn grow(&mut self, need: usize) {
-        let cap = need.max(self.capacity().saturating_mul(2).min(MAX_ITEMS));
+        let first = if self.spilled() {
+            0
+        } else {
+            N.saturating_mul(FIRST_HEAP_FACTOR)
+        };
+        let cap = need
+            .max(first)
+            .max(self.capacity().saturating_mul(2).min(MAX_ITEMS));
         self.grow_exact(cap);
     }
 
