@@ -1134,7 +1134,6 @@ mod tests {
         // round trip moves one about 4 times, docs/performance.md); the
         // lookup index lives behind a pointer for that reason.
         let size = core::mem::size_of::<Frame>();
-        eprintln!("size_of::<Frame>() = {size}");
         assert!(size <= 336, "a Frame takes {size} bytes");
     }
 

@@ -245,21 +245,20 @@ impl Default for Table {
 impl Clone for Table {
     fn clone(&self) -> Self {
         let pushed = self.pushed_index();
-        let lookup = Once::new();
-        if let Some(l) = self.lookup.get() {
-            let spare = if pushed {
-                l.spare.lock().clone()
-            } else {
-                Index::default()
-            };
-            let copy = Lookup {
-                index: l.index.clone(),
-                spare: Spare::new(spare),
-            };
-            if lookup.set(Box::new(copy)).is_err() {
-                unreachable!("a new cell is empty");
+        let lookup = match self.lookup.get() {
+            Some(l) => {
+                let spare = if pushed {
+                    l.spare.lock().clone()
+                } else {
+                    Index::default()
+                };
+                Once::from(Box::new(Lookup {
+                    index: l.index.clone(),
+                    spare: Spare::new(spare),
+                }))
             }
-        }
+            None => Once::new(),
+        };
         Table {
             entries: self.entries.clone(),
             index_from: AtomicUsize::new(self.index_from.load(Ordering::Relaxed)),
@@ -884,14 +883,14 @@ impl<'a> KeySet<'a> {
 
 impl Params {
     pub(crate) fn with_capacity(params: usize, text_bytes: usize) -> Self {
-        let lookup = Once::new();
-        if params > LINEAR_MAX {
-            let spare = Spare::new(Index::with_spill_room(params));
-            let index = Once::new();
-            if lookup.set(Box::new(Lookup { index, spare })).is_err() {
-                unreachable!("a new cell is empty");
-            }
-        }
+        let lookup = if params > LINEAR_MAX {
+            Once::from(Box::new(Lookup {
+                index: Once::new(),
+                spare: Spare::new(Index::with_spill_room(params)),
+            }))
+        } else {
+            Once::new()
+        };
         Params {
             table: Table {
                 entries: Entries::with_capacity(params),
