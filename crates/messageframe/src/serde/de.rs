@@ -24,7 +24,7 @@ use super::path::{
     classify, join, path_str, prefix_word, push_segment, same, under, within, within_raw, Class,
     IndexBuf,
 };
-use super::source::{BytesSource, Found, Source};
+use super::source::{BytesSource, Found, Held, Source};
 use crate::decode::Decoder;
 use crate::hooks::count_comparisons;
 use crate::key::{bytes_eq, find_separator, le_value16, SEPARATOR_BYTE};
@@ -53,6 +53,8 @@ where
 {
     let mut key = KEY.with(|p| std::mem::take(&mut *p.borrow_mut()));
     key.clear();
+    // Room for `push_segment`'s one-store path (ser.rs says why).
+    key.reserve(super::ser::PREFIX_ROOM);
     key.push(SEPARATOR_BYTE);
     let mut de = De {
         src,
@@ -136,8 +138,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
             clean: self.clean,
             word: self.word,
         };
-        push_segment(&mut self.key, parent.base, seg.as_bytes());
-        self.word = prefix_word(&self.key);
+        self.word = push_segment(&mut self.key, parent.base, seg.as_bytes(), self.word);
         if self.clean && find_separator(seg.as_bytes()).is_some() {
             self.clean = false;
         }
@@ -334,7 +335,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Top<'_, 'de, S> {
             de: self.0,
             fields,
             next: 0,
-            found: Found::Absent,
+            found: Held::ABSENT,
             seg: "",
         })
     }
@@ -402,7 +403,7 @@ struct StructDe<'a, 'de, S> {
     base: usize,
     fields: &'static [&'static str],
     next: usize,
-    found: Found<'de>,
+    found: Held<'de>,
     seg: &'static str,
 }
 
@@ -415,7 +416,7 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for StructDe<'_, 'de, S> {
             debug_assert_eq!(self.de.base(), self.base);
             let found = self.de.locate(name);
             if !matches!(found, Found::Absent) {
-                self.found = found;
+                self.found = found.into();
                 self.seg = name;
                 return seed
                     .deserialize(BorrowedStrDeserializer::<Error>::new(name))
@@ -467,7 +468,7 @@ impl<'de, S: Source<'de>> de::SeqAccess<'de> for SeqDe<'_, 'de, S> {
             de: &mut *self.de,
             base,
             seg,
-            found,
+            found: found.into(),
         })
         .map(Some)
         .map_err(|e| e.at(|| self.de.path_of(base, seg)))
@@ -539,7 +540,7 @@ struct MapDe<'a, 'de, S> {
     rest: Option<std::vec::IntoIter<(&'de str, Found<'de>)>>,
     given: GivenKeys<'de>,
     key: &'de str,
-    found: Found<'de>,
+    found: Held<'de>,
 }
 
 impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
@@ -552,7 +553,7 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
             rest: None,
             given: GivenKeys::default(),
             key: "",
-            found: Found::Absent,
+            found: Held::ABSENT,
         }
     }
 
@@ -637,7 +638,7 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for MapDe<'_, 'de, S> {
         };
         self.yielded += 1;
         self.key = key;
-        self.found = found;
+        self.found = found.into();
         seed.deserialize(Key(key)).map(Some)
     }
 
@@ -651,7 +652,7 @@ impl<'de, S: Source<'de>> de::MapAccess<'de> for MapDe<'_, 'de, S> {
                 found: self.found,
             })
             .map_err(|e| e.at(|| self.de.path_of(base, seg)))?;
-        if matches!(self.found, Found::Container) && self.rest.is_none() {
+        if self.found.is_container() && self.rest.is_none() {
             // Whatever the value's reader left of its device (all of it,
             // if it ignored the value) is skipped, so the run moves on.
             let parent = self.de.enter(seg);
@@ -671,7 +672,7 @@ struct Value<'a, 'de, S> {
     de: &'a mut De<'de, S>,
     base: usize,
     seg: &'a str,
-    found: Found<'de>,
+    found: Held<'de>,
 }
 
 fn found_name(found: &Found<'_>) -> &'static str {
@@ -699,7 +700,7 @@ fn wrong(expected: &'static str, found: Found<'_>) -> Error {
 impl<'a, 'de, S: Source<'de>> Value<'a, 'de, S> {
     #[inline(always)]
     fn int<T: TryFrom<i64>>(&self, name: &'static str) -> Result<T> {
-        match self.found {
+        match self.found.get() {
             Found::Int(v) => T::try_from(v).map_err(|_| {
                 Error::new(ErrorKind::IntegerOutOfRange {
                     value: v.into(),
@@ -712,7 +713,7 @@ impl<'a, 'de, S: Source<'de>> Value<'a, 'de, S> {
 
     /// A sequence's or map's recorded length, if the frame has one.
     fn len(&mut self, expected: &'static str) -> Result<Option<usize>> {
-        match self.found {
+        match self.found.get() {
             Found::Int(n) => match usize::try_from(n) {
                 Ok(len) if self.de.src.allows_len(len) => Ok(Some(len)),
                 _ => Err(Error::new(ErrorKind::InvalidLength(n))),
@@ -757,7 +758,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             Found::Int(v) => visitor.visit_i64(v),
             Found::Double(v) => visitor.visit_f64(v),
             Found::Str(v) => visitor.visit_borrowed_str(v),
@@ -783,19 +784,19 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
     );
 
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             Found::Bool(v) => visitor.visit_bool(v),
             other => Err(wrong("bool", other)),
         }
     }
     fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             Found::Double(v) => visitor.visit_f64(v),
             other => Err(wrong("f64", other)),
         }
     }
     fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             // Narrowed as `as` does (to the nearest f32): an f32 written
             // by `to_frame` comes back exactly.
             Found::Double(v) => visitor.visit_f32(v as f32),
@@ -803,7 +804,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
         }
     }
     fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             Found::Str(s) => {
                 let mut chars = s.chars();
                 match (chars.next(), chars.next()) {
@@ -815,7 +816,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
         }
     }
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             Found::Str(s) => visitor.visit_borrowed_str(s),
             other => Err(wrong("a string", other)),
         }
@@ -827,7 +828,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
         self.deserialize_str(visitor)
     }
     fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             Found::Attachment(a) => visitor.visit_borrowed_bytes(a),
             other => Err(wrong("bytes (an attachment)", other)),
         }
@@ -836,7 +837,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
         self.deserialize_bytes(visitor)
     }
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             Found::Absent => visitor.visit_none(),
             _ => visitor.visit_some(self),
         }
@@ -890,7 +891,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             Found::Container => {}
             other => return Err(wrong("a struct (a device)", other)),
         }
@@ -900,7 +901,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
                 base,
                 fields,
                 next: 0,
-                found: Found::Absent,
+                found: Held::ABSENT,
                 seg: "",
             })
         })
@@ -911,7 +912,7 @@ impl<'de, S: Source<'de>> de::Deserializer<'de> for Value<'_, 'de, S> {
         _: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value> {
-        match self.found {
+        match self.found.get() {
             Found::Str(s) => visitor.visit_enum(BorrowedStrDeserializer::<Error>::new(s)),
             other => Err(wrong("a unit variant name (a string)", other)),
         }

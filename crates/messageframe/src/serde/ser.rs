@@ -17,6 +17,9 @@ use crate::value::ValueRef;
 
 type Result<T> = std::result::Result<T, Error>;
 
+/// The key prefix buffer's capacity at the start of a call.
+pub(crate) const PREFIX_ROOM: usize = 64;
+
 const DATA_VARIANT: &str =
     "an enum variant with data (only unit variants map to strings; use #[serde(tag = \"...\")] for the others)";
 
@@ -42,6 +45,11 @@ struct Buffers {
 fn with_buffers<R>(f: impl FnOnce(&mut Buffers) -> R) -> R {
     let mut buffers = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
     buffers.prefix.clear();
+    // Room for a path of 48 bytes without growing: `push_segment` joins a
+    // segment in one 16-byte store only while 16 bytes are free past the
+    // path (a new, empty buffer has none, and took the byte-wise way for
+    // every container of a message's first levels).
+    buffers.prefix.reserve(PREFIX_ROOM);
     buffers.prefix.push(SEPARATOR_BYTE);
     buffers.key.clear();
     let result = f(&mut buffers);
@@ -97,6 +105,14 @@ pub(crate) fn to_bytes_into<T: ?Sized + Serialize>(
     })
 }
 
+/// A container to go back to: the length of its path, and its prefix's
+/// word.
+#[derive(Clone, Copy)]
+struct Parent {
+    base: usize,
+    word: u128,
+}
+
 struct Ser<'f, O> {
     out: &'f mut O,
     /// The key prefix of the container being written: its device (field
@@ -121,25 +137,34 @@ impl<O: Target> Ser<'_, O> {
         self.prefix.len() - 1
     }
 
+    /// The current container, to come back to.
+    #[inline(always)]
+    fn here(&self) -> Parent {
+        Parent {
+            base: self.base(),
+            word: self.word,
+        }
+    }
+
     /// Enters the container `seg` of the current one (its segment checked
     /// unless `checked`); returns what [`leave`](Self::leave) goes back to.
     #[inline]
-    fn enter(&mut self, seg: &str, checked: bool) -> Result<usize> {
+    fn enter(&mut self, seg: &str, checked: bool) -> Result<Parent> {
         if !checked {
             check_device_segment(seg)?;
         }
-        let base = self.base();
-        push_segment(&mut self.prefix, base, seg.as_bytes());
-        self.word = prefix_word(&self.prefix);
-        Ok(base)
+        let parent = self.here();
+        self.word = push_segment(&mut self.prefix, parent.base, seg.as_bytes(), self.word);
+        Ok(parent)
     }
 
-    /// Back to the container whose device is `prefix[..base]`.
+    /// Back to the container [`enter`](Self::enter) left (its word kept,
+    /// not read back from the buffer just written).
     #[inline]
-    fn leave(&mut self, base: usize) {
-        self.prefix.truncate(base);
+    fn leave(&mut self, parent: Parent) {
+        self.prefix.truncate(parent.base);
         self.prefix.push(SEPARATOR_BYTE);
-        self.word = prefix_word(&self.prefix);
+        self.word = parent.word;
     }
 
     #[inline(always)]
@@ -300,7 +325,7 @@ impl<'a, 'f, O: Target> ser::Serializer for Top<'a, 'f, O> {
     }
     fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
         Ok(MapSer {
-            base: self.0.base(),
+            parent: self.0.here(),
             ser: self.0,
             seg: "",
             len: None,
@@ -308,7 +333,7 @@ impl<'a, 'f, O: Target> ser::Serializer for Top<'a, 'f, O> {
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
         Ok(StructSer {
-            base: self.0.base(),
+            parent: self.0.here(),
             ser: self.0,
         })
     }
@@ -409,14 +434,14 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         // The attachment's name is the whole path: the prefix's device and
         // the segment, joined for the call.
         let ser = self.ser;
-        let base = ser.base();
-        ser.prefix.truncate(base);
-        if base > 0 {
+        let parent = ser.here();
+        ser.prefix.truncate(parent.base);
+        if parent.base > 0 {
             ser.prefix.push(b'.');
         }
         ser.prefix.extend_from_slice(self.seg.as_bytes());
         let result = ser.out.attach(path_str(&ser.prefix), v);
-        ser.leave(base);
+        ser.leave(parent);
         result
     }
     fn serialize_none(self) -> Result<()> {
@@ -457,10 +482,10 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         if let Some(n) = len {
             self.ser.put_len(self.seg, n)?;
         }
-        let base = self.ser.enter(self.seg, true)?;
+        let parent = self.ser.enter(self.seg, true)?;
         Ok(SeqSer {
             ser: self.ser,
-            base,
+            parent,
             seg: self.seg,
             next: 0,
             len_written: len.is_some(),
@@ -492,19 +517,19 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         if let Some(n) = len {
             self.ser.put_len(self.seg, n)?;
         }
-        let base = self.ser.enter(self.seg, true)?;
+        let parent = self.ser.enter(self.seg, true)?;
         Ok(MapSer {
             ser: self.ser,
-            base,
+            parent,
             seg: self.seg,
             len: if len.is_some() { None } else { Some(0) },
         })
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
-        let base = self.ser.enter(self.seg, self.checked)?;
+        let parent = self.ser.enter(self.seg, self.checked)?;
         Ok(StructSer {
             ser: self.ser,
-            base,
+            parent,
         })
     }
     fn serialize_struct_variant(
@@ -522,7 +547,7 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
 /// `0`, `1`, … under the sequence's own device.
 pub(crate) struct SeqSer<'a, 'f, O> {
     ser: &'a mut Ser<'f, O>,
-    base: usize,
+    parent: Parent,
     /// The sequence's name in its container.
     seg: &'a str,
     next: usize,
@@ -538,7 +563,7 @@ impl<O: Target> SeqSer<'_, '_, O> {
     }
 
     fn finish(self) -> Result<()> {
-        self.ser.leave(self.base);
+        self.ser.leave(self.parent);
         // A sequence of unknown length records it after its elements.
         if !self.len_written {
             self.ser.put_len(self.seg, self.next)?;
@@ -584,7 +609,7 @@ impl<O: Target> ser::SerializeTupleStruct for SeqSer<'_, '_, O> {
 /// `…k` (containers).
 pub(crate) struct MapSer<'a, 'f, O> {
     ser: &'a mut Ser<'f, O>,
-    base: usize,
+    parent: Parent,
     /// The map's name in its container (`""` for the top level).
     seg: &'a str,
     /// Entries counted so far, when the length was not known up front (and
@@ -600,7 +625,7 @@ impl<O: Target> ser::SerializeMap for MapSer<'_, '_, O> {
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<()> {
         self.ser.key.clear();
         key.serialize(KeySer(&mut self.ser.key))
-            .map_err(|e| e.at(|| self.ser.path_of(self.base, "<key>")))
+            .map_err(|e| e.at(|| self.ser.path_of(self.parent.base, "<key>")))
     }
 
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
@@ -614,7 +639,7 @@ impl<O: Target> ser::SerializeMap for MapSer<'_, '_, O> {
     }
 
     fn end(self) -> Result<()> {
-        self.ser.leave(self.base);
+        self.ser.leave(self.parent);
         if let Some(n) = self.len {
             self.ser.put_len(self.seg, n)?;
         }
@@ -626,7 +651,7 @@ impl<O: Target> ser::SerializeMap for MapSer<'_, '_, O> {
 /// containers devices below it.
 pub(crate) struct StructSer<'a, 'f, O> {
     ser: &'a mut Ser<'f, O>,
-    base: usize,
+    parent: Parent,
 }
 
 impl<O: Target> ser::SerializeStruct for StructSer<'_, '_, O> {
@@ -642,7 +667,7 @@ impl<O: Target> ser::SerializeStruct for StructSer<'_, '_, O> {
     }
 
     fn end(self) -> Result<()> {
-        self.ser.leave(self.base);
+        self.ser.leave(self.parent);
         Ok(())
     }
 }
