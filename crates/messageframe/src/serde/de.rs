@@ -21,8 +21,7 @@ use ::serde::forward_to_deserialize_any;
 
 use super::error::{Error, ErrorKind};
 use super::path::{
-    classify, join, path_str, prefix_word, push_segment, same, under, within, within_raw, Class,
-    IndexBuf,
+    classify, join, path_str, same, under, within, within_raw, Class, IndexBuf, PathLike, Prefix,
 };
 use super::source::{BytesSource, Found, Held, Source};
 use crate::decode::Decoder;
@@ -51,21 +50,16 @@ where
     T: de::Deserialize<'de>,
     S: Source<'de>,
 {
-    let mut key = KEY.with(|p| std::mem::take(&mut *p.borrow_mut()));
-    key.clear();
-    // Room for `push_segment`'s one-store path (ser.rs says why).
-    key.reserve(super::ser::PREFIX_ROOM);
-    key.push(SEPARATOR_BYTE);
+    let buf = KEY.with(|p| std::mem::take(&mut *p.borrow_mut()));
     let mut de = De {
         src,
-        key,
+        key: Prefix::new(buf),
         clean: true,
-        word: prefix_word(&[SEPARATOR_BYTE]),
         depth: 0,
         _de: PhantomData,
     };
     let result = T::deserialize(Top(&mut de));
-    KEY.with(|p| *p.borrow_mut() = de.key);
+    KEY.with(|p| *p.borrow_mut() = de.key.into_buf());
     (result, de.src)
 }
 
@@ -89,14 +83,11 @@ struct De<'de, S> {
     /// from the top level down to it, joined by `.`), then U+001F; `"\x1F"`
     /// at the top level. A field at the cursor is recognised by comparing
     /// the raw key with this prefix and the field's name.
-    key: Vec<u8>,
+    key: Prefix,
     /// Whether the path holds no U+001F (a map key read from a parameter's
     /// name can): then raw keys compare with the prefix as bytes
     /// ([`classify`]); otherwise every field goes the general way.
     clean: bool,
-    /// `key`'s bytes as a little-endian integer ([`prefix_word`]), while
-    /// it is shorter than 16 bytes.
-    word: u128,
     /// Containers entered and not left: at most [`MAX_DEPTH`].
     depth: usize,
     _de: PhantomData<&'de ()>,
@@ -113,7 +104,6 @@ const MAX_DEPTH: usize = 128;
 struct Parent {
     base: usize,
     clean: bool,
-    word: u128,
 }
 
 impl<'de, S: Source<'de>> De<'de, S> {
@@ -121,24 +111,16 @@ impl<'de, S: Source<'de>> De<'de, S> {
     /// U+001F).
     #[inline(always)]
     fn base(&self) -> usize {
-        self.key.len() - 1
-    }
-
-    /// The current container's path.
-    #[inline(always)]
-    fn path(&self) -> &str {
-        path_str(&self.key[..self.key.len() - 1])
+        self.key.base()
     }
 
     /// Makes the field `seg` of the current container the current one.
     #[inline]
     fn enter(&mut self, seg: &str) -> Parent {
         let parent = Parent {
-            base: self.base(),
+            base: self.key.enter(seg.as_bytes()),
             clean: self.clean,
-            word: self.word,
         };
-        self.word = push_segment(&mut self.key, parent.base, seg.as_bytes(), self.word);
         if self.clean && find_separator(seg.as_bytes()).is_some() {
             self.clean = false;
         }
@@ -148,10 +130,8 @@ impl<'de, S: Source<'de>> De<'de, S> {
     /// Back to the container [`enter`](Self::enter) left.
     #[inline]
     fn leave(&mut self, parent: Parent) {
-        self.key.truncate(parent.base);
-        self.key.push(SEPARATOR_BYTE);
+        self.key.leave(parent.base);
         self.clean = parent.clean;
-        self.word = parent.word;
     }
 
     /// What the frame holds for field `seg` of the current container. At
@@ -169,7 +149,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
                 if n < 16
                     && key.len() == n + s.len()
                     && key.len() <= 16
-                    && le_value16(key) == self.word | le_value16(s) << (8 * n)
+                    && le_value16(key) == self.key.word() | le_value16(s) << (8 * n)
                 {
                     if let Some(found) = self.src.take_head() {
                         return found;
@@ -208,7 +188,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
                 let end = base + 1 + s.len();
                 if key.len() > end
                     && key[base] == b'.'
-                    && bytes_eq(&key[..base], &self.key[..base])
+                    && self.key.is_path(&key[..base])
                     && bytes_eq(&key[base + 1..end], s)
                 {
                     match key[end] {
@@ -230,13 +210,12 @@ impl<'de, S: Source<'de>> De<'de, S> {
         // At the cursor while no lookup has moved it (`take` says no once
         // one has): what is there is the first occurrence of its key.
         // After a jump, by lookup only.
-        let base = self.base();
-        if let Some(v) = self.src.take(path_str(&self.key[..base]), seg) {
+        if let Some(v) = self.src.take(self.key.path(), seg) {
             return v.into();
         }
         if !self.src.jumped() {
             if let Some((d, _, _)) = self.src.peek() {
-                if under(d, path_str(&self.key[..base]), seg) {
+                if under(d, self.key.path(), seg) {
                     return Found::Container;
                 }
             }
@@ -247,12 +226,11 @@ impl<'de, S: Source<'de>> De<'de, S> {
     /// [`locate`](Self::locate) for a field not at the cursor: by lookup.
     #[inline(never)]
     fn locate_away(&mut self, seg: &str) -> Found<'de> {
-        let base = self.base();
-        if let Some(v) = self.src.find(path_str(&self.key[..base]), seg) {
+        if let Some(v) = self.src.find(self.key.path(), seg) {
             return v.into();
         }
         let parent = self.enter(seg);
-        let path = path_str(&self.key[..self.key.len() - 1]);
+        let path = self.key.path();
         let found = if let Some(a) = self.src.attachment(path) {
             Found::Attachment(a)
         } else if self.src.seek_device(path) {
@@ -272,7 +250,7 @@ impl<'de, S: Source<'de>> De<'de, S> {
         if self.clean && base > 0 {
             loop {
                 match self.src.head_key() {
-                    Some(key) if within_raw(key, &self.key[..base]) => self.src.bump(),
+                    Some(key) if within_raw(key, &self.key) => self.src.bump(),
                     Some(_) => return,
                     None => break,
                 }
@@ -283,9 +261,8 @@ impl<'de, S: Source<'de>> De<'de, S> {
 
     #[inline(never)]
     fn skip_within_slow(&mut self) {
-        let base = self.base();
         while let Some((d, _, _)) = self.src.peek() {
-            let path = path_str(&self.key[..base]);
+            let path = self.key.path();
             if within(d, path) && !(path.is_empty() && d.is_empty()) {
                 self.src.bump();
             } else {
@@ -295,8 +272,8 @@ impl<'de, S: Source<'de>> De<'de, S> {
     }
 
     #[cold]
-    fn path_of(&self, base: usize, seg: &str) -> String {
-        let mut p = path_str(&self.key[..base]).to_owned();
+    fn path_of(&mut self, base: usize, seg: &str) -> String {
+        let mut p = path_str(&self.key.bytes()[..base]).to_owned();
         join(&mut p, seg);
         p
     }
@@ -561,7 +538,7 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
     fn run_entry(&mut self) -> Option<(&'de str, Found<'de>)> {
         loop {
             let (d, p, v) = self.de.src.peek()?;
-            let path = self.de.path();
+            let path = self.de.key.path();
             if same(d, path) {
                 self.de.src.bump();
                 return Some((p, v.into()));
@@ -583,7 +560,7 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
     fn collect_rest(&mut self) -> Vec<(&'de str, Found<'de>)> {
         let mut rest: Vec<(&'de str, Found<'de>)> = Vec::new();
         let de = &mut *self.de;
-        let path = path_str(&de.key[..de.key.len() - 1]);
+        let path = de.key.path();
         let given = &mut self.given;
         de.src.within(path, &mut |d, p, v| {
             let entry = if d == path {

@@ -3,7 +3,7 @@
 //! in between.
 
 use super::error::{Error, ErrorKind};
-use super::path::path_str;
+use super::path::{path_str, Prefix};
 use crate::encode::{
     write_bool_pair, write_double_pair, write_header, write_int_pair, write_str_pair,
 };
@@ -11,7 +11,7 @@ use crate::error::EncodeError;
 use crate::frame::Frame;
 use crate::header::Header;
 use crate::key::le_value16;
-use crate::value::ValueRef;
+use crate::value::{ValueRef, TAG_STRING};
 use crate::wire::write::{write_array_len, write_bin_len, write_str, write_str_header};
 
 type Result<T> = std::result::Result<T, Error>;
@@ -23,16 +23,16 @@ const MAX_LEN: usize = u32::MAX as usize;
 /// Receives the serializer's parameters and attachments, in order.
 pub(crate) trait Target {
     /// The parameter `(device, param)`, given as `prefix`, the device
-    /// followed by U+001F, and `param`: the key's bytes in two pieces;
-    /// `word` is `prefix`'s [`prefix_word`](super::path::prefix_word).
-    fn put(&mut self, prefix: &[u8], word: u128, param: &str, value: ValueRef<'_>) -> Result<()>;
+    /// followed by U+001F, and `param`: the key's bytes in two pieces.
+    fn put(&mut self, prefix: &mut Prefix, param: &str, value: ValueRef<'_>) -> Result<()>;
     fn attach(&mut self, name: &str, data: &[u8]) -> Result<()>;
 }
 
 impl Target for Frame {
     #[inline(always)]
-    fn put(&mut self, prefix: &[u8], _: u128, param: &str, value: ValueRef<'_>) -> Result<()> {
-        self.add(path_str(&prefix[..prefix.len() - 1]), param, value);
+    fn put(&mut self, prefix: &mut Prefix, param: &str, value: ValueRef<'_>) -> Result<()> {
+        let base = prefix.base();
+        self.add(path_str(&prefix.bytes()[..base]), param, value);
         Ok(())
     }
 
@@ -149,23 +149,45 @@ impl<'b> Wire<'b> {
 /// 16-byte store of the three pieces joined in a register, instead of three
 /// appends, each with its own check of room.
 #[inline(always)]
-fn write_key(out: &mut Vec<u8>, prefix: &[u8], word: u128, param: &[u8]) -> Result<()> {
-    let n = prefix.len() + param.len();
+fn write_key(out: &mut Vec<u8>, prefix: &mut Prefix, param: &[u8]) -> Result<()> {
+    let plen = prefix.len();
+    let n = plen + param.len();
     if n < 16 && out.capacity() - out.len() >= 16 {
-        // `n < 16`: the prefix is shorter than 16 bytes (so `word` spells
+        // `n < 16`: the prefix is shorter than 16 bytes (so its word spells
         // it) and `param` fits `le_value16`; the shift is 128 only for an
         // empty `param`, which adds nothing.
         let word = (0xa0 | n as u128)
-            | word << 8
+            | prefix.word() << 8
             | le_value16(param)
-                .checked_shl(8 * (1 + prefix.len() as u32))
+                .checked_shl(8 * (1 + plen as u32))
                 .unwrap_or(0);
         let at = out.len();
         out.extend_from_slice(&word.to_le_bytes());
         out.truncate(at + 1 + n);
         return Ok(());
     }
-    write_long_key(out, prefix, param)
+    write_long_key(out, prefix.bytes(), param)
+}
+
+/// A String's `[tag, value]` pair: up to 13 bytes (names, units, SKUs,
+/// firmware versions) as one 16-byte store of the pair's header and the
+/// text joined in a register, instead of a call to `memcpy` for the text.
+#[inline(always)]
+fn write_string(out: &mut Vec<u8>, s: &[u8]) -> Result<()> {
+    let n = s.len();
+    if n <= 13 && out.capacity() - out.len() >= 16 {
+        let word =
+            0x92 | u128::from(TAG_STRING) << 8 | (0xa0 | n as u128) << 16 | le_value16(s) << 24;
+        let at = out.len();
+        out.extend_from_slice(&word.to_le_bytes());
+        out.truncate(at + 3 + n);
+        return Ok(());
+    }
+    if n > MAX_LEN {
+        return Err(too_long(n));
+    }
+    write_str_pair(out, s);
+    Ok(())
 }
 
 #[inline(never)]
@@ -187,19 +209,14 @@ fn too_long(len: usize) -> Error {
 
 impl Target for Wire<'_> {
     #[inline(always)]
-    fn put(&mut self, prefix: &[u8], word: u128, param: &str, value: ValueRef<'_>) -> Result<()> {
+    fn put(&mut self, prefix: &mut Prefix, param: &str, value: ValueRef<'_>) -> Result<()> {
         let out = &mut *self.out;
-        write_key(out, prefix, word, param.as_bytes())?;
+        write_key(out, prefix, param.as_bytes())?;
         match value {
             ValueRef::Int(v) => write_int_pair(out, v),
             ValueRef::Double(v) => write_double_pair(out, v),
             ValueRef::Bool(v) => write_bool_pair(out, v),
-            ValueRef::String(s) => {
-                if s.len() > MAX_LEN {
-                    return Err(too_long(s.len()));
-                }
-                write_str_pair(out, s.as_bytes());
-            }
+            ValueRef::String(s) => write_string(out, s.as_bytes())?,
             // The serializer makes only the four known types.
             ValueRef::Unknown(_) => {
                 return Err(Error::new(ErrorKind::Unsupported("an unknown value")))

@@ -81,47 +81,6 @@ pub(crate) fn within(device: &str, path: &str) -> bool {
         }
 }
 
-/// Makes `prefix` (a key prefix: a path, then U+001F) the prefix of the
-/// container `seg` below the path `prefix[..base]`: that path, `.` unless
-/// it is the top level, `seg`, U+001F. Up to 14 bytes of `seg` (every name
-/// and index of a typical record) go in as one 16-byte store of the pieces
-/// joined in a register, then cut back: entering a container is on the
-/// path of every element of a sequence, and a copy of a length known only
-/// at run time is a call to `memcpy` that costs more than these bytes.
-///
-/// Returns the new prefix's [`prefix_word`], given `word`, the old one's
-/// (`prefix[..base + 1]`'s): joined in registers too. Reading it back from
-/// the buffer would load 8 bytes from the middle of the 16 just stored,
-/// which the store buffer cannot forward (a stall of about 15 cycles on
-/// every container entered).
-#[inline(always)]
-pub(crate) fn push_segment(prefix: &mut Vec<u8>, base: usize, seg: &[u8], word: u128) -> u128 {
-    prefix.truncate(base);
-    let dot = usize::from(base > 0);
-    let len = base + dot + seg.len() + 1;
-    if seg.len() <= 14 && prefix.capacity() - base >= 16 {
-        // At most 15 bytes before the separator: every shift is below 128.
-        let joined = (u128::from(b'.') * dot as u128)
-            | le_value16(seg) << (8 * dot)
-            | u128::from(SEPARATOR_BYTE) << (8 * (dot + seg.len()));
-        prefix.extend_from_slice(&joined.to_le_bytes());
-        prefix.truncate(len);
-        if len < 16 {
-            // `base < 15`: the old word's path bytes (below its separator),
-            // then the joined pieces.
-            let path = word & ((1u128 << (8 * base)) - 1);
-            return path | joined << (8 * base);
-        }
-        return 0;
-    }
-    if dot == 1 {
-        prefix.push(b'.');
-    }
-    prefix.extend_from_slice(seg);
-    prefix.push(SEPARATOR_BYTE);
-    prefix_word(prefix)
-}
-
 /// A key prefix's bytes as the little-endian integer they spell, when it
 /// is shorter than 16 bytes (0 otherwise, never read then): a key at the
 /// cursor is the field `seg`'s own when it spells this word with `seg`'s
@@ -132,6 +91,158 @@ pub(crate) fn prefix_word(prefix: &[u8]) -> u128 {
         le_value16(prefix)
     } else {
         0
+    }
+}
+
+/// A key prefix (a path, then U+001F) being built as containers are
+/// entered and left. While it is shorter than 16 bytes (every container of
+/// a typical record) it lives in a register only, as the little-endian
+/// integer its bytes spell ([`prefix_word`]): entering and leaving a
+/// container are a few shifts, with no store to a buffer and no load of
+/// what was just stored. Its bytes are written out on demand
+/// ([`bytes`](Prefix::bytes): an error's path, an attachment's name, a
+/// key too long to join in a register), and kept in the buffer for a
+/// prefix of 16 bytes or more.
+pub(crate) struct Prefix {
+    /// The prefix's bytes as an integer while it is shorter than 16
+    /// bytes; 0 (which no prefix spells: it holds a U+001F) otherwise.
+    word: u128,
+    len: usize,
+    /// The prefix's bytes, `len` of them: always for a long prefix; for a
+    /// short one only while `synced`.
+    buf: Vec<u8>,
+    synced: bool,
+}
+
+/// The low `n` bytes of a word (`n < 16`).
+#[inline(always)]
+fn low_bytes(word: u128, n: usize) -> u128 {
+    word & ((1u128 << (8 * n)) - 1)
+}
+
+impl Prefix {
+    /// The top level's prefix, `"\x1F"`, in the reused buffer `buf`.
+    pub(crate) fn new(mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        Prefix {
+            word: u128::from(SEPARATOR_BYTE),
+            len: 1,
+            buf,
+            synced: false,
+        }
+    }
+
+    /// The prefix of `path`, as built by entering its names.
+    #[cfg(test)]
+    pub(crate) fn of_path(path: &[u8]) -> Self {
+        let mut buf = path.to_vec();
+        buf.push(SEPARATOR_BYTE);
+        Prefix {
+            word: prefix_word(&buf),
+            len: buf.len(),
+            buf,
+            synced: true,
+        }
+    }
+
+    /// The buffer, for reuse.
+    pub(crate) fn into_buf(self) -> Vec<u8> {
+        self.buf
+    }
+
+    /// The prefix's length (its path's and the separator).
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The length of the path (the prefix without its separator).
+    #[inline(always)]
+    pub(crate) fn base(&self) -> usize {
+        self.len - 1
+    }
+
+    /// The prefix as an integer while shorter than 16 bytes, else 0.
+    #[inline(always)]
+    pub(crate) fn word(&self) -> u128 {
+        self.word
+    }
+
+    /// The path (the prefix without its separator) as text.
+    #[inline]
+    pub(crate) fn path(&mut self) -> &str {
+        let base = self.base();
+        path_str(&self.bytes()[..base])
+    }
+
+    /// The prefix's bytes.
+    #[inline]
+    pub(crate) fn bytes(&mut self) -> &[u8] {
+        if self.len < 16 && !self.synced {
+            self.buf.clear();
+            self.buf
+                .extend_from_slice(&self.word.to_le_bytes()[..self.len]);
+            self.synced = true;
+        }
+        &self.buf[..self.len]
+    }
+
+    /// Makes the container `seg` below the current one current: the path,
+    /// `.` unless it is the top level, `seg`, U+001F. Returns what
+    /// [`leave`](Prefix::leave) goes back to.
+    #[inline(always)]
+    pub(crate) fn enter(&mut self, seg: &[u8]) -> usize {
+        let base = self.len - 1;
+        let dot = usize::from(base > 0);
+        let len = base + dot + seg.len() + 1;
+        if len < 16 {
+            // So `base < 15` (the word is exact) and `seg` has at most 14
+            // bytes: every shift is below 128.
+            let joined = (u128::from(b'.') * dot as u128)
+                | le_value16(seg) << (8 * dot)
+                | u128::from(SEPARATOR_BYTE) << (8 * (dot + seg.len()));
+            self.word = low_bytes(self.word, base) | joined << (8 * base);
+            self.len = len;
+            self.synced = false;
+        } else {
+            self.enter_long(base, dot, seg);
+        }
+        base
+    }
+
+    #[inline(never)]
+    fn enter_long(&mut self, base: usize, dot: usize, seg: &[u8]) {
+        self.bytes();
+        self.buf.truncate(base);
+        if dot == 1 {
+            self.buf.push(b'.');
+        }
+        self.buf.extend_from_slice(seg);
+        self.buf.push(SEPARATOR_BYTE);
+        self.len = self.buf.len();
+        self.word = 0;
+    }
+
+    /// Back to the container whose path is the current one's first `base`
+    /// bytes.
+    #[inline(always)]
+    pub(crate) fn leave(&mut self, base: usize) {
+        if self.len < 16 {
+            self.word = low_bytes(self.word, base) | u128::from(SEPARATOR_BYTE) << (8 * base);
+            self.len = base + 1;
+            self.synced = false;
+        } else {
+            self.leave_long(base);
+        }
+    }
+
+    #[inline(never)]
+    fn leave_long(&mut self, base: usize) {
+        self.buf.truncate(base);
+        self.buf.push(SEPARATOR_BYTE);
+        self.len = base + 1;
+        self.word = prefix_word(&self.buf);
+        self.synced = true;
     }
 }
 
@@ -167,32 +278,34 @@ pub(crate) enum Class {
 /// seg` is valid UTF-8 (it equals two `&str`) and splits right after the
 /// path (which has no separator).
 #[inline(always)]
-pub(crate) fn classify(key: &[u8], prefix: &[u8], seg: &[u8]) -> Option<Class> {
-    let path_len = prefix.len() - 1;
-    let n = prefix.len();
-    if key.len() == n + seg.len() && bytes_eq(&key[..n], prefix) && bytes_eq(&key[n..], seg) {
+pub(crate) fn classify<P: PathLike + ?Sized>(key: &[u8], path: &P, seg: &[u8]) -> Option<Class> {
+    let base = path.path_len();
+    if key.len() == base + 1 + seg.len()
+        && path.is_path(&key[..base])
+        && key[base] == SEPARATOR_BYTE
+        && bytes_eq(&key[base + 1..], seg)
+    {
         return Some(Class::Scalar);
     }
-    classify_rest(key, &prefix[..path_len], seg)
+    classify_rest(key, path, seg)
 }
 
 /// [`classify`] past the common case.
 #[inline]
-fn classify_rest(key: &[u8], path: &[u8], seg: &[u8]) -> Option<Class> {
+fn classify_rest<P: PathLike + ?Sized>(key: &[u8], path: &P, seg: &[u8]) -> Option<Class> {
     if seg.is_empty() {
         return None;
     }
-    if path.is_empty() && bytes_eq(key, seg) && find_separator(seg).is_none() {
+    let base = path.path_len();
+    if base == 0 && bytes_eq(key, seg) && find_separator(seg).is_none() {
         // `param` alone: device `""`, as the C++ library reads it.
         return Some(Class::Scalar);
     }
-    let rest = if path.is_empty() {
+    let rest = if base == 0 {
         key
     } else {
-        match key.get(..path.len() + 1) {
-            Some(head) if bytes_eq(&head[..path.len()], path) && head[path.len()] == b'.' => {
-                &key[path.len() + 1..]
-            }
+        match key.get(..base + 1) {
+            Some(head) if head[base] == b'.' && path.is_path(&head[..base]) => &key[base + 1..],
             _ => return Some(Class::Other),
         }
     };
@@ -203,24 +316,64 @@ fn classify_rest(key: &[u8], path: &[u8], seg: &[u8]) -> Option<Class> {
     })
 }
 
+/// A path that raw keys are compared with: the bytes of a path, or a
+/// [`Prefix`] (whose path is compared as a word while it is short, never
+/// written out for it).
+pub(crate) trait PathLike {
+    /// The path's length.
+    fn path_len(&self) -> usize;
+    /// Whether `head` (`path_len()` bytes) is the path.
+    fn is_path(&self, head: &[u8]) -> bool;
+}
+
+impl PathLike for [u8] {
+    #[inline(always)]
+    fn path_len(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn is_path(&self, head: &[u8]) -> bool {
+        bytes_eq(head, self)
+    }
+}
+
+impl PathLike for Prefix {
+    #[inline(always)]
+    fn path_len(&self) -> usize {
+        self.base()
+    }
+    #[inline(always)]
+    fn is_path(&self, head: &[u8]) -> bool {
+        if self.len < 16 {
+            le_value16(head) == low_bytes(self.word, self.len - 1)
+        } else {
+            bytes_eq(head, &self.buf[..self.len - 1])
+        }
+    }
+}
+
 /// Whether the device of the raw key that continues with `rest` (after a
 /// clean prefix of it) is `seg` or below it (`seg.…`), `seg` not empty.
 #[inline(always)]
 fn device_is_or_below(rest: &[u8], seg: &[u8]) -> bool {
-    let Some(head) = rest.get(..seg.len()) else {
-        return false;
-    };
-    if !bytes_eq(head, seg) {
-        return false;
-    }
-    match rest.get(seg.len()) {
+    match rest.get(..seg.len()) {
         // A separator in `seg` would end the device inside it.
-        Some(&SEPARATOR_BYTE) => find_separator(seg).is_none(),
-        // A device below `seg` only if a separator follows (else the
-        // device is `""`).
-        Some(&b'.') => {
-            find_separator(seg).is_none() && find_separator(&rest[seg.len() + 1..]).is_some()
+        Some(head) if bytes_eq(head, seg) && find_separator(seg).is_none() => {
+            device_continues(&rest[seg.len()..])
         }
+        _ => false,
+    }
+}
+
+/// Whether a raw key whose device so far is a name (with no separator
+/// in it) goes on as that device or one below it: the name ends at the
+/// separator, or is followed by `.` and a device that a separator ends
+/// (else the key's device would be `""`).
+#[inline(always)]
+fn device_continues(tail: &[u8]) -> bool {
+    match tail.first() {
+        Some(&SEPARATOR_BYTE) => true,
+        Some(&b'.') => find_separator(&tail[1..]).is_some(),
         _ => false,
     }
 }
@@ -229,9 +382,13 @@ fn device_is_or_below(rest: &[u8], seg: &[u8]) -> bool {
 /// that is not empty and holds no U+001F: [`within`] without splitting the
 /// key.
 #[inline(always)]
-pub(crate) fn within_raw(key: &[u8], path: &[u8]) -> bool {
-    debug_assert!(!path.is_empty() && find_separator(path).is_none());
-    device_is_or_below(key, path)
+pub(crate) fn within_raw<P: PathLike + ?Sized>(key: &[u8], path: &P) -> bool {
+    let base = path.path_len();
+    debug_assert!(base > 0);
+    match key.get(..base) {
+        Some(head) if path.is_path(head) => device_continues(&key[base..]),
+        _ => false,
+    }
 }
 
 /// The indices 0 to 99 in decimal, two digits each ("00", "01", ... "99"):
@@ -347,7 +504,8 @@ mod tests {
                 None => ("", key.as_str()),
             };
             for path in pieces.iter().filter(|p| !p.contains('\x1f')) {
-                let prefix = format!("{path}\x1f");
+                // The path as bytes, and as a prefix (compared as a word).
+                let prefix = Prefix::of_path(path.as_bytes());
                 for &seg in pieces {
                     let want = if (d, p) == (*path, seg) {
                         Class::Scalar
@@ -356,10 +514,12 @@ mod tests {
                     } else {
                         Class::Other
                     };
-                    match classify(key.as_bytes(), prefix.as_bytes(), seg.as_bytes()) {
+                    let got = classify(key.as_bytes(), path.as_bytes(), seg.as_bytes());
+                    match got {
                         Some(got) => assert_eq!(got, want, "{key:?} in {path:?} for {seg:?}"),
                         None => assert!(seg.is_empty()),
                     }
+                    assert_eq!(classify(key.as_bytes(), &prefix, seg.as_bytes()), got);
                 }
                 if !path.is_empty() {
                     assert_eq!(
@@ -367,50 +527,58 @@ mod tests {
                         within(d, path),
                         "{key:?} within {path:?}"
                     );
+                    assert_eq!(
+                        within_raw(key.as_bytes(), &prefix),
+                        within(d, path),
+                        "{key:?} within {path:?} (a prefix)"
+                    );
                 }
             }
         }
     }
 
-    /// `push_segment` gives what joining the path and the segment as text
-    /// gives, whether the segment goes in as one store or piece by piece
-    /// (long segments, a buffer without room).
+    /// `Prefix` spells what joining the path's names as text spells,
+    /// entering and leaving containers on both sides of 16 bytes.
     #[test]
-    fn push_segment_joins_as_join_does() {
+    fn a_prefix_spells_its_path_in_and_out() {
         let segs = [
-            "",
-            "0",
-            "7",
-            "12",
-            "sku",
+            "a",
             "items",
+            "0",
+            "12",
             "price_eur",
             "exactly_14_byt",
-            "fifteen_bytes__",
-            "a.b",
-            "\u{e9}t\u{e9}",
-            "a_much_longer_segment_name_than_sixteen",
+            "a_much_longer_name",
         ];
-        for path in ["", "a", "order", "items.12", "a.b.c.d.e.f.g.h.i.j"] {
-            for seg in segs {
-                for spare in [0, 3, 64] {
-                    let mut prefix = Vec::with_capacity(path.len() + 1 + spare);
-                    prefix.extend_from_slice(path.as_bytes());
-                    prefix.push(SEPARATOR_BYTE);
-                    // Something past the path, as a sibling's prefix leaves.
-                    prefix.extend_from_slice(b"junk");
-                    prefix.shrink_to(path.len() + 1 + spare);
-                    let word = prefix_word(&prefix[..path.len() + 1]);
-                    let got = push_segment(&mut prefix, path.len(), seg.as_bytes(), word);
-                    assert_eq!(got, prefix_word(&prefix), "{path:?} + {seg:?}: the word");
-                    let mut want = path.to_owned();
-                    join(&mut want, seg);
-                    want.push('\x1f');
-                    assert_eq!(prefix, want.as_bytes(), "{path:?} + {seg:?}, {spare} spare");
-                    assert_eq!(
-                        path_str(&prefix[..prefix.len() - 1]),
-                        &want[..want.len() - 1]
-                    );
+        for first in segs {
+            for second in segs {
+                for third in segs {
+                    let mut p = Prefix::new(Vec::new());
+                    let mut path = String::new();
+                    let check = |p: &mut Prefix, path: &str| {
+                        let want = format!("{path}\x1f");
+                        assert_eq!(p.len(), want.len());
+                        assert_eq!(p.word(), prefix_word(want.as_bytes()), "{want:?}");
+                        assert_eq!(p.bytes(), want.as_bytes());
+                    };
+                    let b0 = p.enter(first.as_bytes());
+                    join(&mut path, first);
+                    let at1 = path.clone();
+                    // The word is read before the bytes are asked for here,
+                    // after them on the way back: both orders are checked.
+                    assert_eq!(p.word(), prefix_word(format!("{path}\x1f").as_bytes()));
+                    let b1 = p.enter(second.as_bytes());
+                    join(&mut path, second);
+                    check(&mut p, &path);
+                    let b2 = p.enter(third.as_bytes());
+                    join(&mut path, third);
+                    check(&mut p, &path);
+                    p.leave(b2);
+                    check(&mut p, &path[..b2]);
+                    p.leave(b1);
+                    check(&mut p, &at1);
+                    p.leave(b0);
+                    check(&mut p, "");
                 }
             }
         }

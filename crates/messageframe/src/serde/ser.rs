@@ -7,18 +7,12 @@ use ::serde::ser::{self, Impossible, Serialize};
 
 use super::error::{Error, ErrorKind};
 use super::out::{Target, Wire};
-use super::path::{
-    check_device_segment, check_param, join, path_str, prefix_word, push_segment, IndexBuf,
-};
+use super::path::{check_device_segment, check_param, join, path_str, IndexBuf, Prefix};
 use crate::frame::Frame;
 use crate::header::Header;
-use crate::key::SEPARATOR_BYTE;
 use crate::value::ValueRef;
 
 type Result<T> = std::result::Result<T, Error>;
-
-/// The key prefix buffer's capacity at the start of a call.
-pub(crate) const PREFIX_ROOM: usize = 64;
 
 const DATA_VARIANT: &str =
     "an enum variant with data (only unit variants map to strings; use #[serde(tag = \"...\")] for the others)";
@@ -44,13 +38,6 @@ struct Buffers {
 /// `to_frame` or `to_bytes` finds empty buffers instead of a borrow panic.
 fn with_buffers<R>(f: impl FnOnce(&mut Buffers) -> R) -> R {
     let mut buffers = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-    buffers.prefix.clear();
-    // Room for a path of 48 bytes without growing: `push_segment` joins a
-    // segment in one 16-byte store only while 16 bytes are free past the
-    // path (a new, empty buffer has none, and took the byte-wise way for
-    // every container of a message's first levels).
-    buffers.prefix.reserve(PREFIX_ROOM);
-    buffers.prefix.push(SEPARATOR_BYTE);
     buffers.key.clear();
     let result = f(&mut buffers);
     BUFFERS.with(|b| *b.borrow_mut() = buffers);
@@ -61,12 +48,11 @@ fn with_buffers<R>(f: impl FnOnce(&mut Buffers) -> R) -> R {
 fn run<T: ?Sized + Serialize, O: Target>(value: &T, out: &mut O, b: &mut Buffers) -> Result<()> {
     let mut ser = Ser {
         out,
-        word: prefix_word(&b.prefix),
-        prefix: std::mem::take(&mut b.prefix),
+        prefix: Prefix::new(std::mem::take(&mut b.prefix)),
         key: std::mem::take(&mut b.key),
     };
     let result = value.serialize(Top(&mut ser));
-    b.prefix = ser.prefix;
+    b.prefix = ser.prefix.into_buf();
     b.key = ser.key;
     result
 }
@@ -105,27 +91,16 @@ pub(crate) fn to_bytes_into<T: ?Sized + Serialize>(
     })
 }
 
-/// A container to go back to: the length of its path, and its prefix's
-/// word.
-#[derive(Clone, Copy)]
-struct Parent {
-    base: usize,
-    word: u128,
-}
-
 struct Ser<'f, O> {
     out: &'f mut O,
     /// The key prefix of the container being written: its device (field
     /// names, map keys and indices joined by `.`), then U+001F; `"\x1F"`
     /// at the top level. A parameter's key is this prefix and its name,
-    /// written as two copies, without composing anything per parameter;
-    /// a nested container extends it once, on entry.
-    prefix: Vec<u8>,
-    /// `prefix`'s bytes as a little-endian integer ([`prefix_word`]),
-    /// while it is shorter than 16 bytes: what every key written in the
-    /// container starts with.
-    word: u128,
-    /// Scratch for a map key between `serialize_key` and `serialize_value`.
+    /// without composing anything per parameter; a nested container
+    /// extends it once, on entry.
+    prefix: Prefix,
+    /// Scratch for a map key between `serialize_key` and `serialize_value`,
+    /// and for an attachment's name.
     key: String,
 }
 
@@ -134,37 +109,25 @@ impl<O: Target> Ser<'_, O> {
     /// its U+001F).
     #[inline(always)]
     fn base(&self) -> usize {
-        self.prefix.len() - 1
-    }
-
-    /// The current container, to come back to.
-    #[inline(always)]
-    fn here(&self) -> Parent {
-        Parent {
-            base: self.base(),
-            word: self.word,
-        }
+        self.prefix.base()
     }
 
     /// Enters the container `seg` of the current one (its segment checked
-    /// unless `checked`); returns what [`leave`](Self::leave) goes back to.
-    #[inline]
-    fn enter(&mut self, seg: &str, checked: bool) -> Result<Parent> {
+    /// unless `checked`); returns what [`leave`](Self::leave) goes back to:
+    /// the length of the current path.
+    #[inline(always)]
+    fn enter(&mut self, seg: &str, checked: bool) -> Result<usize> {
         if !checked {
             check_device_segment(seg)?;
         }
-        let parent = self.here();
-        self.word = push_segment(&mut self.prefix, parent.base, seg.as_bytes(), self.word);
-        Ok(parent)
+        Ok(self.prefix.enter(seg.as_bytes()))
     }
 
-    /// Back to the container [`enter`](Self::enter) left (its word kept,
-    /// not read back from the buffer just written).
-    #[inline]
-    fn leave(&mut self, parent: Parent) {
-        self.prefix.truncate(parent.base);
-        self.prefix.push(SEPARATOR_BYTE);
-        self.word = parent.word;
+    /// Back to the container whose path is the current one's first `base`
+    /// bytes.
+    #[inline(always)]
+    fn leave(&mut self, base: usize) {
+        self.prefix.leave(base);
     }
 
     #[inline(always)]
@@ -175,7 +138,7 @@ impl<O: Target> Ser<'_, O> {
         if self.prefix.len() == 1 {
             check_param(param)?;
         }
-        self.out.put(&self.prefix, self.word, param, value)
+        self.out.put(&mut self.prefix, param, value)
     }
 
     /// A length, as the Int64 at the collection `seg`'s own key (a
@@ -187,15 +150,14 @@ impl<O: Target> Ser<'_, O> {
                 target: "int64",
             })
         })?;
-        self.out
-            .put(&self.prefix, self.word, seg, ValueRef::Int(len))
+        self.out.put(&mut self.prefix, seg, ValueRef::Int(len))
     }
 
-    /// The path of `seg` in the container whose device is `prefix[..base]`,
-    /// for an error.
+    /// The path of `seg` in the container whose device is the current
+    /// path's first `base` bytes, for an error.
     #[cold]
-    fn path_of(&self, base: usize, seg: &str) -> String {
-        let mut p = path_str(&self.prefix[..base]).to_owned();
+    fn path_of(&mut self, base: usize, seg: &str) -> String {
+        let mut p = path_str(&self.prefix.bytes()[..base]).to_owned();
         join(&mut p, seg);
         p
     }
@@ -325,7 +287,7 @@ impl<'a, 'f, O: Target> ser::Serializer for Top<'a, 'f, O> {
     }
     fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
         Ok(MapSer {
-            parent: self.0.here(),
+            base: self.0.base(),
             ser: self.0,
             seg: "",
             len: None,
@@ -333,7 +295,7 @@ impl<'a, 'f, O: Target> ser::Serializer for Top<'a, 'f, O> {
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
         Ok(StructSer {
-            parent: self.0.here(),
+            base: self.0.base(),
             ser: self.0,
         })
     }
@@ -434,14 +396,15 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         // The attachment's name is the whole path: the prefix's device and
         // the segment, joined for the call.
         let ser = self.ser;
-        let parent = ser.here();
-        ser.prefix.truncate(parent.base);
-        if parent.base > 0 {
-            ser.prefix.push(b'.');
-        }
-        ser.prefix.extend_from_slice(self.seg.as_bytes());
-        let result = ser.out.attach(path_str(&ser.prefix), v);
-        ser.leave(parent);
+        let base = ser.base();
+        // The scratch key is free here: a map's key is taken out of it
+        // while its value is serialized.
+        let mut name = std::mem::take(&mut ser.key);
+        name.clear();
+        name.push_str(path_str(&ser.prefix.bytes()[..base]));
+        join(&mut name, self.seg);
+        let result = ser.out.attach(&name, v);
+        ser.key = name;
         result
     }
     fn serialize_none(self) -> Result<()> {
@@ -482,10 +445,10 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         if let Some(n) = len {
             self.ser.put_len(self.seg, n)?;
         }
-        let parent = self.ser.enter(self.seg, true)?;
+        let base = self.ser.enter(self.seg, true)?;
         Ok(SeqSer {
             ser: self.ser,
-            parent,
+            base,
             seg: self.seg,
             next: 0,
             len_written: len.is_some(),
@@ -517,19 +480,19 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         if let Some(n) = len {
             self.ser.put_len(self.seg, n)?;
         }
-        let parent = self.ser.enter(self.seg, true)?;
+        let base = self.ser.enter(self.seg, true)?;
         Ok(MapSer {
             ser: self.ser,
-            parent,
+            base,
             seg: self.seg,
             len: if len.is_some() { None } else { Some(0) },
         })
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
-        let parent = self.ser.enter(self.seg, self.checked)?;
+        let base = self.ser.enter(self.seg, self.checked)?;
         Ok(StructSer {
             ser: self.ser,
-            parent,
+            base,
         })
     }
     fn serialize_struct_variant(
@@ -547,7 +510,7 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
 /// `0`, `1`, … under the sequence's own device.
 pub(crate) struct SeqSer<'a, 'f, O> {
     ser: &'a mut Ser<'f, O>,
-    parent: Parent,
+    base: usize,
     /// The sequence's name in its container.
     seg: &'a str,
     next: usize,
@@ -563,7 +526,7 @@ impl<O: Target> SeqSer<'_, '_, O> {
     }
 
     fn finish(self) -> Result<()> {
-        self.ser.leave(self.parent);
+        self.ser.leave(self.base);
         // A sequence of unknown length records it after its elements.
         if !self.len_written {
             self.ser.put_len(self.seg, self.next)?;
@@ -609,7 +572,7 @@ impl<O: Target> ser::SerializeTupleStruct for SeqSer<'_, '_, O> {
 /// `…k` (containers).
 pub(crate) struct MapSer<'a, 'f, O> {
     ser: &'a mut Ser<'f, O>,
-    parent: Parent,
+    base: usize,
     /// The map's name in its container (`""` for the top level).
     seg: &'a str,
     /// Entries counted so far, when the length was not known up front (and
@@ -625,7 +588,7 @@ impl<O: Target> ser::SerializeMap for MapSer<'_, '_, O> {
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<()> {
         self.ser.key.clear();
         key.serialize(KeySer(&mut self.ser.key))
-            .map_err(|e| e.at(|| self.ser.path_of(self.parent.base, "<key>")))
+            .map_err(|e| e.at(|| self.ser.path_of(self.base, "<key>")))
     }
 
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
@@ -639,7 +602,7 @@ impl<O: Target> ser::SerializeMap for MapSer<'_, '_, O> {
     }
 
     fn end(self) -> Result<()> {
-        self.ser.leave(self.parent);
+        self.ser.leave(self.base);
         if let Some(n) = self.len {
             self.ser.put_len(self.seg, n)?;
         }
@@ -651,7 +614,7 @@ impl<O: Target> ser::SerializeMap for MapSer<'_, '_, O> {
 /// containers devices below it.
 pub(crate) struct StructSer<'a, 'f, O> {
     ser: &'a mut Ser<'f, O>,
-    parent: Parent,
+    base: usize,
 }
 
 impl<O: Target> ser::SerializeStruct for StructSer<'_, '_, O> {
@@ -667,7 +630,7 @@ impl<O: Target> ser::SerializeStruct for StructSer<'_, '_, O> {
     }
 
     fn end(self) -> Result<()> {
-        self.ser.leave(self.parent);
+        self.ser.leave(self.base);
         Ok(())
     }
 }
