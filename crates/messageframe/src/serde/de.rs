@@ -27,6 +27,7 @@ use super::source::{BytesSource, Found, Held, Source};
 use crate::decode::Decoder;
 use crate::hooks::count_comparisons;
 use crate::key::{bytes_eq, find_separator, le_value16, SEPARATOR_BYTE};
+use crate::utf8::str_from;
 
 type Result<T> = std::result::Result<T, Error>;
 
@@ -41,15 +42,6 @@ where
     T: de::Deserialize<'de>,
     S: Source<'de>,
 {
-    from_source_with(src).0
-}
-
-/// [`from_source`], giving the source back.
-fn from_source_with<'de, T, S>(src: S) -> (Result<T>, S)
-where
-    T: de::Deserialize<'de>,
-    S: Source<'de>,
-{
     let buf = KEY.with(|p| std::mem::take(&mut *p.borrow_mut()));
     let mut de = De {
         src,
@@ -60,7 +52,7 @@ where
     };
     let result = T::deserialize(Top(&mut de));
     KEY.with(|p| *p.borrow_mut() = de.key.into_buf());
-    (result, de.src)
+    result
 }
 
 /// Deserializes a `T` from a frame's bytes in one pass, checking the frame
@@ -69,8 +61,8 @@ where
 /// before the fault.
 pub(crate) fn from_bytes<'de, T: de::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T> {
     let dec = Decoder::new();
-    let src = BytesSource::new(&dec, bytes).map_err(|e| Error::new(ErrorKind::Decode(e)))?;
-    let (result, src) = from_source_with(src);
+    let mut src = BytesSource::new(&dec, bytes).map_err(|e| Error::new(ErrorKind::Decode(e)))?;
+    let result = from_source(&mut src);
     match src.finish() {
         Ok(()) => result,
         Err(e) => Err(Error::new(ErrorKind::Decode(e))),
@@ -536,6 +528,25 @@ impl<'a, 'de, S: Source<'de>> MapDe<'a, 'de, S> {
 
     /// The next entry of the run at the cursor.
     fn run_entry(&mut self) -> Option<(&'de str, Found<'de>)> {
+        let base = self.base;
+        if self.de.clean && base > 0 {
+            // A scalar entry, `path␟name`, read from the raw key at the
+            // cursor as a struct's field is: the name checked as UTF-8
+            // (the path is), no split, no comparison of text.
+            if let Some(key) = self.de.src.head_key() {
+                let starts = key.len() > base && self.de.key.is_path(&key[..base]);
+                if starts && key[base] == SEPARATOR_BYTE {
+                    if let Ok(name) = str_from(&key[base + 1..]) {
+                        if let Some(found) = self.de.src.take_head() {
+                            return Some((name, found));
+                        }
+                    }
+                } else if !(starts && key[base] == b'.') {
+                    // The key's device is neither the path nor below it.
+                    return None;
+                }
+            }
+        }
         loop {
             let (d, p, v) = self.de.src.peek()?;
             let path = self.de.key.path();

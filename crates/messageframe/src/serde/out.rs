@@ -43,10 +43,12 @@ impl Target for Frame {
 }
 
 /// Bytes reserved for the parameter map's header until the count is known:
-/// a `map32` header. [`Wire::finish`] writes the shortest header instead
-/// and moves the parameters up to it, so the bytes are exactly
-/// `Frame::encode`'s (and the C++ library's) for the same content.
-const MAP_HEAD: usize = 5;
+/// a `map16` header, the shortest one for 16 to 65,535 parameters (every
+/// record of more than a few fields). [`Wire::finish`] writes the
+/// shortest header instead, moving the parameters by the difference when
+/// it is not this one, so the bytes are exactly `Frame::encode`'s (and the
+/// C++ library's) for the same content.
+const MAP_HEAD: usize = 3;
 
 /// A frame's MessagePack, written as the serializer goes: header and
 /// parameters into `out`, attachments (which the wire puts after every
@@ -105,7 +107,7 @@ impl<'b> Wire<'b> {
             };
             return Err(Error::new(ErrorKind::Encode(kind)));
         }
-        let mut small = [0u8; MAP_HEAD];
+        let mut small = [0u8; 5];
         let n = match params {
             0..=15 => {
                 small[0] = 0x80 | params as u8;
@@ -119,16 +121,20 @@ impl<'b> Wire<'b> {
             _ => {
                 small[0] = 0xdf;
                 small[1..].copy_from_slice(&(params as u32).to_be_bytes());
-                MAP_HEAD
+                5
             }
         };
+        // The parameters move to the shortest header when it is not the
+        // reserved one: one `memmove` of the map's bytes, cheaper than
+        // counting them in a first pass over the value (the serializer's
+        // walk is the costly part).
         if n < MAP_HEAD {
-            // The parameters move up to the shortest header: one `memmove`
-            // of the map's bytes, cheaper than counting them in a first
-            // pass over the value (the serializer's walk is the costly
-            // part).
             out.copy_within(map_at + MAP_HEAD.., map_at + n);
             out.truncate(out.len() - (MAP_HEAD - n));
+        } else if n > MAP_HEAD {
+            let end = out.len();
+            out.resize(end + (n - MAP_HEAD), 0);
+            out.copy_within(map_at + MAP_HEAD..end, map_at + n);
         }
         out[map_at..map_at + n].copy_from_slice(&small[..n]);
         write_array_len(out, attachment_count);

@@ -212,6 +212,56 @@ pub(crate) trait Source<'de> {
     }
 }
 
+/// A source borrowed: the deserializer reads through it, and the caller
+/// keeps the source (`from_bytes` then checks what was not read) without
+/// moving it, a struct of several hundred bytes, in and out of the reader.
+impl<'de, T: Source<'de> + ?Sized> Source<'de> for &mut T {
+    #[inline(always)]
+    fn peek(&mut self) -> Option<Entry<'de>> {
+        (**self).peek()
+    }
+    #[inline(always)]
+    fn bump(&mut self) {
+        (**self).bump();
+    }
+    #[inline(always)]
+    fn take(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        (**self).take(device, param)
+    }
+    #[inline(always)]
+    fn find(&mut self, device: &str, param: &str) -> Option<ValueRef<'de>> {
+        (**self).find(device, param)
+    }
+    #[inline(always)]
+    fn seek_device(&mut self, path: &str) -> bool {
+        (**self).seek_device(path)
+    }
+    #[inline(always)]
+    fn attachment(&mut self, name: &str) -> Option<&'de [u8]> {
+        (**self).attachment(name)
+    }
+    #[inline(always)]
+    fn allows_len(&mut self, len: usize) -> bool {
+        (**self).allows_len(len)
+    }
+    #[inline(always)]
+    fn within(&mut self, path: &str, f: &mut dyn FnMut(&'de str, &'de str, ValueRef<'de>)) {
+        (**self).within(path, f);
+    }
+    #[inline(always)]
+    fn jumped(&self) -> bool {
+        (**self).jumped()
+    }
+    #[inline(always)]
+    fn head_key(&mut self) -> Option<&'de [u8]> {
+        (**self).head_key()
+    }
+    #[inline(always)]
+    fn take_head(&mut self) -> Option<Found<'de>> {
+        (**self).take_head()
+    }
+}
+
 /// Attachments up to this many are looked up by a pass over them; more
 /// through the [`Lookup`].
 const LINEAR_ATTACHMENTS: usize = 8;
