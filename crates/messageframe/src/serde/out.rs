@@ -160,13 +160,9 @@ fn write_key(out: &mut Vec<u8>, prefix: &mut Prefix, param: &[u8]) -> Result<()>
     let n = plen + param.len();
     if n < 16 && out.capacity() - out.len() >= 16 {
         // `n < 16`: the prefix is shorter than 16 bytes (so its word spells
-        // it) and `param` fits `le_value16`; the shift is 128 only for an
-        // empty `param`, which adds nothing.
-        let word = (0xa0 | n as u128)
-            | prefix.word() << 8
-            | le_value16(param)
-                .checked_shl(8 * (1 + plen as u32))
-                .unwrap_or(0);
+        // it), `param` fits `le_value16`, and the key's `n` bytes shifted
+        // past the marker still fit the word.
+        let word = (prefix.word() | le_value16(param) << (8 * plen)) << 8 | (0xa0 | n as u128);
         let at = out.len();
         out.extend_from_slice(&word.to_le_bytes());
         out.truncate(at + 1 + n);

@@ -114,10 +114,36 @@ pub(crate) struct Prefix {
     synced: bool,
 }
 
+/// The masks of a word's low `n` bytes, and U+001F and `.` as byte `n`
+/// of a word, for `n` from 0 to 15: looked up instead of computed with a
+/// shift of a 128-bit integer by a variable amount (about seven
+/// instructions each), on the path of every container entered and left.
+const LOW_MASK: [u128; 16] = {
+    let mut t = [0u128; 16];
+    let mut n = 0;
+    while n < 16 {
+        t[n] = (1u128 << (8 * n)) - 1;
+        n += 1;
+    }
+    t
+};
+const SEP_AT: [u128; 16] = byte_at(SEPARATOR_BYTE);
+const DOT_AT: [u128; 16] = byte_at(b'.');
+
+const fn byte_at(b: u8) -> [u128; 16] {
+    let mut t = [0u128; 16];
+    let mut n = 0;
+    while n < 16 {
+        t[n] = (b as u128) << (8 * n);
+        n += 1;
+    }
+    t
+}
+
 /// The low `n` bytes of a word (`n < 16`).
 #[inline(always)]
 fn low_bytes(word: u128, n: usize) -> u128 {
-    word & ((1u128 << (8 * n)) - 1)
+    word & LOW_MASK[n]
 }
 
 impl Prefix {
@@ -197,11 +223,13 @@ impl Prefix {
         let len = base + dot + seg.len() + 1;
         if len < 16 {
             // So `base < 15` (the word is exact) and `seg` has at most 14
-            // bytes: every shift is below 128.
-            let joined = (u128::from(b'.') * dot as u128)
-                | le_value16(seg) << (8 * dot)
-                | u128::from(SEPARATOR_BYTE) << (8 * (dot + seg.len()));
-            self.word = low_bytes(self.word, base) | joined << (8 * base);
+            // bytes: the shift is below 128. At the top level (`base` 0)
+            // there is no `.`: byte 0 is the segment's.
+            let dot_word = if dot == 1 { DOT_AT[base] } else { 0 };
+            self.word = low_bytes(self.word, base)
+                | dot_word
+                | le_value16(seg) << (8 * (base + dot))
+                | SEP_AT[len - 1];
             self.len = len;
             self.synced = false;
         } else {
@@ -228,7 +256,7 @@ impl Prefix {
     #[inline(always)]
     pub(crate) fn leave(&mut self, base: usize) {
         if self.len < 16 {
-            self.word = low_bytes(self.word, base) | u128::from(SEPARATOR_BYTE) << (8 * base);
+            self.word = low_bytes(self.word, base) | SEP_AT[base];
             self.len = base + 1;
             self.synced = false;
         } else {
@@ -391,31 +419,44 @@ pub(crate) fn within_raw<P: PathLike + ?Sized>(key: &[u8], path: &P) -> bool {
     }
 }
 
-/// The indices 0 to 99 in decimal, two digits each ("00", "01", ... "99"):
-/// a sequence's first hundred elements take their name from here, without
-/// formatting or a UTF-8 check.
-const TWO_DIGITS: &str = "\
-    00010203040506070809101112131415161718192021222324252627282930313233343536373839\
-    40414243444546474849505152535455565758596061626364656667686970717273747576777879\
-    8081828384858687888990919293949596979899";
+/// The indices 0 to 999 in decimal, three digits each ("000", "001", ...
+/// "999"): a sequence's first thousand elements take their name from here,
+/// without formatting, a UTF-8 check, or a load of digits just stored
+/// byte by byte (which the store buffer cannot forward to a wider load).
+const THREE_DIGITS: &str = match core::str::from_utf8(&three_digits()) {
+    Ok(s) => s,
+    Err(_) => panic!("ASCII digits"),
+};
+
+const fn three_digits() -> [u8; 3000] {
+    let mut t = [0u8; 3000];
+    let mut n = 0;
+    while n < 1000 {
+        t[3 * n] = b'0' + (n / 100) as u8;
+        t[3 * n + 1] = b'0' + (n / 10 % 10) as u8;
+        t[3 * n + 2] = b'0' + (n % 10) as u8;
+        n += 1;
+    }
+    t
+}
 
 /// A sequence index in decimal, on the stack.
 pub(crate) enum IndexBuf {
-    /// Below 100: its text in [`TWO_DIGITS`].
+    /// Below 1,000: its text in [`THREE_DIGITS`].
     Small(&'static str),
     /// Its digits, from `start` to the end.
     Big { buf: [u8; 20], start: usize },
 }
 
 impl IndexBuf {
-    /// Inlined for the first hundred indices (a slice of [`TWO_DIGITS`]);
-    /// formatted out of line beyond.
+    /// Inlined for the first thousand indices (a slice of
+    /// [`THREE_DIGITS`]); formatted out of line beyond.
     #[inline(always)]
     pub(crate) fn new(n: usize) -> Self {
-        if n < 100 {
-            // One digit is the second of its two-digit form.
-            let at = 2 * n + usize::from(n < 10);
-            return IndexBuf::Small(&TWO_DIGITS[at..2 * n + 2]);
+        if n < 1000 {
+            // Without its leading zeros.
+            let digits = 1 + usize::from(n >= 10) + usize::from(n >= 100);
+            return IndexBuf::Small(&THREE_DIGITS[3 * n + 3 - digits..3 * n + 3]);
         }
         Self::big(n)
     }
@@ -451,7 +492,7 @@ mod tests {
 
     #[test]
     fn index_buffers_spell_the_number() {
-        for n in (0..1000).chain([usize::MAX]) {
+        for n in (0..2000).chain([usize::MAX]) {
             assert_eq!(IndexBuf::new(n).as_str(), n.to_string());
         }
     }
