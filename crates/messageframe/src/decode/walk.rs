@@ -518,7 +518,7 @@ impl<'a, 'd> Walk<'a, 'd> {
 
     /// After the last parameter: the attachments and the rest of the frame.
     #[inline(always)]
-    pub(crate) fn finish<S: Sink<'a>>(mut self, sink: &mut S) -> Result<Layout, DecodeError> {
+    pub(crate) fn finish<S: Sink<'a>>(&mut self, sink: &mut S) -> Result<Layout, DecodeError> {
         let limits = &self.dec.limits;
         let r = &mut self.r;
         let layout = &mut self.layout;
