@@ -74,6 +74,10 @@ pub(crate) fn fast_value(d: &[u8], v: usize, max_str: usize) -> Option<(WireValu
     })
 }
 
+/// The bytes within which the serde bridge's fast path reads a parameter.
+#[cfg(feature = "serde")]
+const WINDOW: usize = 80;
+
 /// The frame-shaped reads: parameters, values and the header.
 impl<'a> Reader<'a> {
     /// Reads one parameter (`key`, `[tag, value]`) in the forms encoders
@@ -455,7 +459,24 @@ impl<'a, 'd> Walk<'a, 'd> {
     #[cfg(feature = "serde")]
     #[inline(always)]
     pub(crate) fn fast_param(&mut self) -> Option<(&'a [u8], WireValue<'a>)> {
-        self.r.fast_param(self.max_key)
+        let d = self.r.data;
+        let p = self.r.pos;
+        // Any parameter the fast path reads (a fixstr key, the pair's
+        // header, a value of up to 9 bytes or a fixstr) lies within 80
+        // bytes of its start: read within such a window, whose length is
+        // known, its reads need no bounds checks. The last 80 bytes of a
+        // frame go the usual way.
+        let Some(w) = d.get(p..p + WINDOW) else {
+            return self.r.fast_param(self.max_key);
+        };
+        let m = w[0];
+        if m & 0xe0 != 0xa0 || usize::from(m & 0x1f) > self.max_key {
+            return None;
+        }
+        let v = 1 + usize::from(m & 0x1f);
+        let (value, end) = fast_value(w, v, self.r.max_str)?;
+        self.r.pos = p + end;
+        Some((&w[1..v], value))
     }
 
     /// Back to `pos`, where a parameter that [`fast_param`](Walk::fast_param)
