@@ -205,9 +205,11 @@ impl Prefix {
     #[inline]
     pub(crate) fn bytes(&mut self) -> &[u8] {
         if self.len < 16 && !self.synced {
+            // All 16 bytes, then cut: a copy of a fixed size, not a call to
+            // `memcpy` for the prefix's length.
             self.buf.clear();
-            self.buf
-                .extend_from_slice(&self.word.to_le_bytes()[..self.len]);
+            self.buf.extend_from_slice(&self.word.to_le_bytes());
+            self.buf.truncate(self.len);
             self.synced = true;
         }
         &self.buf[..self.len]

@@ -276,6 +276,8 @@ pub(crate) struct FrameSource<'de> {
     /// index serves): built on first need.
     lookup: Option<Lookup<'de>>,
     jumped: bool,
+    /// The last position whose read [`Source::head_key`] counted.
+    counted: usize,
 }
 
 impl<'de> FrameSource<'de> {
@@ -286,6 +288,7 @@ impl<'de> FrameSource<'de> {
             peeked: None,
             lookup: None,
             jumped: false,
+            counted: usize::MAX,
         }
     }
 
@@ -379,6 +382,36 @@ impl<'de> Source<'de> for FrameSource<'de> {
 
     fn jumped(&self) -> bool {
         self.jumped
+    }
+
+    /// The entry at the cursor's key as the frame holds it (as on the
+    /// wire), so that a field in the order the frame was written is
+    /// recognised by one comparison, as in a frame's bytes; none once a
+    /// lookup has moved the cursor.
+    #[inline(always)]
+    fn head_key(&mut self) -> Option<&'de [u8]> {
+        if self.jumped {
+            return None;
+        }
+        let params = self.frame.params();
+        let e = params.entries().get(self.pos)?;
+        if self.counted != self.pos {
+            // Read work, for the work bounds, once per entry.
+            count_reads(1);
+            self.counted = self.pos;
+        }
+        Some(e.key_in(params.text().as_bytes()))
+    }
+
+    #[inline(always)]
+    fn take_head(&mut self) -> Option<Found<'de>> {
+        if self.jumped {
+            return None;
+        }
+        let params = self.frame.params();
+        let value = params.value(params.entries().get(self.pos)?);
+        self.bump();
+        Some(value.into())
     }
 }
 
