@@ -604,6 +604,61 @@ fn parameters_in_any_order_read_the_same() {
 }
 
 #[test]
+fn a_frame_checked_whole_partway_is_read_on_at_the_cursor_first_occurrences_winning() {
+    // `from_bytes` checks the whole frame at the first read away from its
+    // cursor (here an attachment, which comes after every parameter) and
+    // reads on at the same parameter through the checked view; a field in
+    // order is still found at the cursor, and later duplicates lose.
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Inner {
+        x: f64,
+    }
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct R {
+        raw: serde_bytes::ByteBuf,
+        a: i64,
+        b: String,
+        inner: Inner,
+        c: bool,
+    }
+    let mut frame = Frame::default();
+    frame.add("", "a", 1);
+    frame.add("", "b", "two");
+    frame.add("inner", "x", 1.5);
+    frame.add("", "c", true);
+    frame.add("", "a", 99);
+    frame.add("", "b", "later");
+    frame.add("inner", "x", -1.0);
+    frame.add_attachment_copy("raw", &[7, 8, 9]);
+    let want = R {
+        raw: serde_bytes::ByteBuf::from(vec![7, 8, 9]),
+        a: 1,
+        b: "two".into(),
+        inner: Inner { x: 1.5 },
+        c: true,
+    };
+    reads_back(&frame, &want);
+    // A field out of order moves the cursor: from there every field is
+    // looked up, and the first occurrence still wins.
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Late {
+        c: bool,
+        a: i64,
+        inner: Inner,
+        b: String,
+    }
+    reads_back(
+        &frame,
+        &Late {
+            c: true,
+            a: 1,
+            inner: Inner { x: 1.5 },
+            b: "two".into(),
+        },
+    );
+}
+
+#[test]
 fn type_mismatches_name_the_path_and_both_types() {
     let mut frame = Frame::default();
     frame.add("", "seq", 7);

@@ -426,6 +426,8 @@ pub(crate) struct ViewSource<'de> {
     /// keys, and where each parameter starts.
     lookup: Option<(Lookup<'de>, Vec<usize>)>,
     jumped: bool,
+    /// The last offset whose read [`Source::head_key`] counted.
+    counted: usize,
 }
 
 impl<'de> ViewSource<'de> {
@@ -444,6 +446,7 @@ impl<'de> ViewSource<'de> {
             peeked: None,
             lookup: None,
             jumped: false,
+            counted: usize::MAX,
         }
     }
 
@@ -607,6 +610,53 @@ impl<'de> Source<'de> for ViewSource<'de> {
 
     fn jumped(&self) -> bool {
         self.jumped
+    }
+
+    /// The raw key at the cursor when it is a fixstr (the form encoders
+    /// write; others through [`peek`](Source::peek)): a field in the order
+    /// the frame was written is then recognised by one comparison, as in
+    /// `from_bytes`; none once a lookup has moved the cursor.
+    #[inline(always)]
+    fn head_key(&mut self) -> Option<&'de [u8]> {
+        if self.jumped || self.remaining == 0 || self.peeked.is_some() {
+            return None;
+        }
+        let bytes = self.view.as_bytes();
+        let m = *bytes.get(self.at)?;
+        if m & 0xe0 != 0xa0 {
+            return None;
+        }
+        if self.counted != self.at {
+            // Read work, for the work bounds, once per parameter.
+            count_reads(1);
+            self.counted = self.at;
+        }
+        bytes.get(self.at + 1..self.at + 1 + usize::from(m & 0x1f))
+    }
+
+    #[inline(always)]
+    fn take_head(&mut self) -> Option<Found<'de>> {
+        if self.jumped || self.remaining == 0 || self.peeked.is_some() {
+            return None;
+        }
+        let bytes = self.view.as_bytes();
+        let m = *bytes.get(self.at)?;
+        if m & 0xe0 != 0xa0 {
+            return None;
+        }
+        // The view was validated: a value the fast reader does not take
+        // goes through `peek`.
+        let (value, next) = fast_value(bytes, self.at + 1 + usize::from(m & 0x1f), usize::MAX)?;
+        let found = match value {
+            WireValue::Int(v) => Found::Int(v),
+            WireValue::Double(v) => Found::Double(v),
+            WireValue::Bool(v) => Found::Bool(v),
+            WireValue::Str(b) => Found::Str(str_from(b).ok()?),
+            WireValue::Unknown(..) => return None,
+        };
+        self.at = next;
+        self.remaining -= 1;
+        Some(found)
     }
 }
 
@@ -895,13 +945,15 @@ impl<'de> BytesSource<'de, '_> {
     }
 
     /// Reads the next parameter by the fast path into `head`, unchecked;
-    /// `None`, reading nothing, at the end, once the frame is checked
-    /// whole (a view's cursor) or for a parameter the fast path does not
-    /// take.
+    /// `None`, reading nothing, at the end or for a parameter the fast path
+    /// does not take. Once the frame is checked whole, the view's cursor
+    /// answers.
     #[inline]
     fn read_head(&mut self) -> Option<&'de [u8]> {
-        let State::Streaming(s) = &mut self.state else {
-            return None;
+        let s = match &mut self.state {
+            State::Streaming(s) => s,
+            State::View(v) => return v.head_key(),
+            State::Failed => return None,
         };
         if s.read == self.params {
             return None;
@@ -952,7 +1004,12 @@ impl<'de> Source<'de> for BytesSource<'de, '_> {
 
     #[inline(always)]
     fn take_head(&mut self) -> Option<Found<'de>> {
-        let h = self.head?;
+        let Some(h) = self.head else {
+            return match &mut self.state {
+                State::View(v) => v.take_head(),
+                _ => None,
+            };
+        };
         let found = match h.value {
             HeadValue::Int(v) => Found::Int(v),
             HeadValue::Double(v) => Found::Double(v),
