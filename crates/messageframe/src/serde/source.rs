@@ -465,6 +465,18 @@ impl<'de> ViewSource<'de> {
         self.lookup.as_ref().expect("built above")
     }
 
+    /// The length of the key at the cursor when the fast reader may take
+    /// it there: a fixstr, no lookup having moved the cursor, none read by
+    /// `peek` yet.
+    #[inline(always)]
+    fn head_key_len(&self) -> Option<usize> {
+        if self.jumped || self.remaining == 0 || self.peeked.is_some() {
+            return None;
+        }
+        let m = *self.view.as_bytes().get(self.at)?;
+        (m & 0xe0 == 0xa0).then_some(usize::from(m & 0x1f))
+    }
+
     /// Moves the cursor to parameter number `pos` (of the frame's).
     fn move_to(&mut self, pos: usize) {
         let at = self.lookup().1[pos];
@@ -618,35 +630,21 @@ impl<'de> Source<'de> for ViewSource<'de> {
     /// `from_bytes`; none once a lookup has moved the cursor.
     #[inline(always)]
     fn head_key(&mut self) -> Option<&'de [u8]> {
-        if self.jumped || self.remaining == 0 || self.peeked.is_some() {
-            return None;
-        }
-        let bytes = self.view.as_bytes();
-        let m = *bytes.get(self.at)?;
-        if m & 0xe0 != 0xa0 {
-            return None;
-        }
+        let n = self.head_key_len()?;
         if self.counted != self.at {
             // Read work, for the work bounds, once per parameter.
             count_reads(1);
             self.counted = self.at;
         }
-        bytes.get(self.at + 1..self.at + 1 + usize::from(m & 0x1f))
+        self.view.as_bytes().get(self.at + 1..self.at + 1 + n)
     }
 
     #[inline(always)]
     fn take_head(&mut self) -> Option<Found<'de>> {
-        if self.jumped || self.remaining == 0 || self.peeked.is_some() {
-            return None;
-        }
-        let bytes = self.view.as_bytes();
-        let m = *bytes.get(self.at)?;
-        if m & 0xe0 != 0xa0 {
-            return None;
-        }
+        let n = self.head_key_len()?;
         // The view was validated: a value the fast reader does not take
         // goes through `peek`.
-        let (value, next) = fast_value(bytes, self.at + 1 + usize::from(m & 0x1f), usize::MAX)?;
+        let (value, next) = fast_value(self.view.as_bytes(), self.at + 1 + n, usize::MAX)?;
         let found = match value {
             WireValue::Int(v) => Found::Int(v),
             WireValue::Double(v) => Found::Double(v),
