@@ -78,6 +78,25 @@ pub(crate) fn fast_value(d: &[u8], v: usize, max_str: usize) -> Option<(WireValu
 #[cfg(feature = "serde")]
 const WINDOW: usize = 80;
 
+/// The parameter at byte `p` of `d` in the forms encoders write (see
+/// [`Reader::fast_param`]): its key, its value and where it ends.
+#[inline(always)]
+fn fast_param_at(
+    d: &[u8],
+    p: usize,
+    max_key: usize,
+    max_str: usize,
+) -> Option<(&[u8], WireValue<'_>, usize)> {
+    let m = *d.get(p)?;
+    let klen = usize::from(m & 0x1f);
+    if m & 0xe0 != 0xa0 || klen > max_key {
+        return None;
+    }
+    let key = d.get(p + 1..p + 1 + klen)?;
+    let (value, end) = fast_value(d, p + 1 + klen, max_str)?;
+    Some((key, value, end))
+}
+
 /// The frame-shaped reads: parameters, values and the header.
 impl<'a> Reader<'a> {
     /// Reads one parameter (`key`, `[tag, value]`) in the forms encoders
@@ -87,18 +106,7 @@ impl<'a> Reader<'a> {
     /// errors). No `Result` plumbing: this is the decoders' hot path.
     #[inline(always)]
     pub(crate) fn fast_param(&mut self, max_key: usize) -> Option<(&'a [u8], WireValue<'a>)> {
-        let d = self.data;
-        let p = self.pos;
-        let m = *d.get(p)?;
-        if !(0xa0..=0xbf).contains(&m) {
-            return None;
-        }
-        let klen = usize::from(m & 0x1f);
-        let key = d.get(p + 1..p + 1 + klen)?;
-        if klen > max_key {
-            return None;
-        }
-        let (value, end) = fast_value(d, p + 1 + klen, self.max_str)?;
+        let (key, value, end) = fast_param_at(self.data, self.pos, max_key, self.max_str)?;
         self.pos = end;
         Some((key, value))
     }
@@ -469,14 +477,9 @@ impl<'a, 'd> Walk<'a, 'd> {
         let Some(w) = d.get(p..p + WINDOW) else {
             return self.r.fast_param(self.max_key);
         };
-        let m = w[0];
-        if m & 0xe0 != 0xa0 || usize::from(m & 0x1f) > self.max_key {
-            return None;
-        }
-        let v = 1 + usize::from(m & 0x1f);
-        let (value, end) = fast_value(w, v, self.r.max_str)?;
+        let (key, value, end) = fast_param_at(w, 0, self.max_key, self.r.max_str)?;
         self.r.pos = p + end;
-        Some((&w[1..v], value))
+        Some((key, value))
     }
 
     /// Back to `pos`, where a parameter that [`fast_param`](Walk::fast_param)

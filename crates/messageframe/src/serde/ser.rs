@@ -99,8 +99,7 @@ struct Ser<'f, O> {
     /// without composing anything per parameter; a nested container
     /// extends it once, on entry.
     prefix: Prefix,
-    /// Scratch for a map key between `serialize_key` and `serialize_value`,
-    /// and for an attachment's name.
+    /// Scratch for a map key between `serialize_key` and `serialize_value`.
     key: String,
 }
 
@@ -396,16 +395,9 @@ impl<'a, 'f, O: Target> ser::Serializer for Field<'a, 'f, O> {
         // The attachment's name is the whole path: the prefix's device and
         // the segment, joined for the call.
         let ser = self.ser;
-        let base = ser.base();
-        // The scratch key is free here: a map's key is taken out of it
-        // while its value is serialized.
-        let mut name = std::mem::take(&mut ser.key);
-        name.clear();
-        name.push_str(path_str(&ser.prefix.bytes()[..base]));
-        join(&mut name, self.seg);
-        let result = ser.out.attach(&name, v);
-        ser.key = name;
-        result
+        let out = &mut *ser.out;
+        ser.prefix
+            .with_child_path(self.seg, |name| out.attach(name, v))
     }
     fn serialize_none(self) -> Result<()> {
         Ok(())
