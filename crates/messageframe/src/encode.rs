@@ -372,6 +372,54 @@ mod tests {
     #[allow(unused_imports)]
     use crate::prelude::*;
 
+    /// Every header field at each boundary of MessagePack's integer forms
+    /// (the rest at another boundary, so that both of `write_header`'s paths
+    /// and every mix of widths run) is written as rmp's shortest-form writers
+    /// write it: msgpack-c's bytes.
+    #[test]
+    fn header_fields_are_written_in_their_shortest_forms() {
+        let unsigned: [u64; 12] = [
+            0, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x1_0000, 0xffff_ffff, 0x1_0000_0000,
+            1_733_390_000_000, u64::MAX - 1, u64::MAX,
+        ];
+        let signed: [i64; 14] = [
+            0, 0x7f, 0x80, 0xffff, 0x1_0000, -1, -32, -33, -128, -129, -32768, -32769,
+            i64::from(i32::MIN), i64::from(i32::MAX),
+        ];
+        // The common shape first: a millisecond timestamp, small ids.
+        let mut headers = vec![Header::from_fields(1_733_390_000_000, 5, 1, 2, 7, 3, 1, 0)];
+        for (i, &u) in unsigned.iter().enumerate() {
+            for (j, &v) in signed.iter().enumerate() {
+                let other = unsigned[(i + j + 1) % unsigned.len()];
+                headers.push(Header::from_fields(
+                    u,
+                    other,
+                    u as u32,
+                    other as u32,
+                    v as i32,
+                    (-v) as i32,
+                    u as u16,
+                    other as u16,
+                ));
+            }
+        }
+        assert_eq!(headers.len(), 1 + 12 * 14);
+        for h in headers {
+            let mut want = vec![0x98];
+            rmp::encode::write_uint(&mut want, h.timestamp()).unwrap();
+            rmp::encode::write_uint(&mut want, h.counter()).unwrap();
+            rmp::encode::write_uint(&mut want, u64::from(h.source())).unwrap();
+            rmp::encode::write_uint(&mut want, u64::from(h.target())).unwrap();
+            rmp::encode::write_sint(&mut want, i64::from(h.message_id())).unwrap();
+            rmp::encode::write_sint(&mut want, i64::from(h.message_type())).unwrap();
+            rmp::encode::write_uint(&mut want, u64::from(h.version())).unwrap();
+            rmp::encode::write_uint(&mut want, u64::from(h.flags())).unwrap();
+            let mut got = Vec::new();
+            write_header(&mut got, &h);
+            assert_eq!(got, want, "{h:?}");
+        }
+    }
+
     /// 2^64 as a double: the first value msgpack-c would convert with
     /// undefined behaviour; it and everything above stay float64.
     const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
