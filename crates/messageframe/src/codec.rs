@@ -59,6 +59,7 @@ use crate::error::EncodeError;
 use crate::frame::Frame;
 use crate::header::Header;
 use crate::stream::{FrameScanner, Scan, StreamError};
+use crate::wire::write::{append, write_bin_data};
 
 /// Smallest room a decoder leaves for the next read.
 const MIN_READ: usize = 64 << 10;
@@ -267,7 +268,7 @@ impl Encoder<RawFrame> for RawFrameCodec {
     type Error = StreamError;
 
     fn encode(&mut self, frame: RawFrame, dst: &mut BytesMut) -> Result<(), StreamError> {
-        dst.extend_from_slice(&frame.bytes);
+        append(dst, &frame.bytes);
         Ok(())
     }
 }
@@ -366,7 +367,7 @@ impl<W> FrameSink<W> {
                 queue.push_back(head);
                 queue.push_back(data.clone());
             } else {
-                buf.extend_from_slice(data);
+                write_bin_data(buf, data);
             }
         })
     }

@@ -379,12 +379,34 @@ mod tests {
     #[test]
     fn header_fields_are_written_in_their_shortest_forms() {
         let unsigned: [u64; 12] = [
-            0, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x1_0000, 0xffff_ffff, 0x1_0000_0000,
-            1_733_390_000_000, u64::MAX - 1, u64::MAX,
+            0,
+            0x7f,
+            0x80,
+            0xff,
+            0x100,
+            0xffff,
+            0x1_0000,
+            0xffff_ffff,
+            0x1_0000_0000,
+            1_733_390_000_000,
+            u64::MAX - 1,
+            u64::MAX,
         ];
         let signed: [i64; 14] = [
-            0, 0x7f, 0x80, 0xffff, 0x1_0000, -1, -32, -33, -128, -129, -32768, -32769,
-            i64::from(i32::MIN), i64::from(i32::MAX),
+            0,
+            0x7f,
+            0x80,
+            0xffff,
+            0x1_0000,
+            -1,
+            -32,
+            -33,
+            -128,
+            -129,
+            -32768,
+            -32769,
+            i64::from(i32::MIN),
+            i64::from(i32::MAX),
         ];
         // The common shape first: a millisecond timestamp, small ids.
         let mut headers = vec![Header::from_fields(1_733_390_000_000, 5, 1, 2, 7, 3, 1, 0)];

@@ -10,7 +10,8 @@ use crate::header::Header;
 use crate::key::SEPARATOR_BYTE;
 use crate::value::{ToValueRef, ValueRef, TAG_BOOL, TAG_DOUBLE, TAG_INT, TAG_STRING};
 use crate::wire::write::{
-    int_len, len_prefix_len, write_bin_len, write_int, write_str, write_str_header, write_uint, Out,
+    int_len, len_prefix_len, write_bin_data, write_bin_len, write_int, write_str, write_str_header,
+    write_uint, Out,
 };
 
 /// The longest string or bin, and the largest count, MessagePack can say.
@@ -204,7 +205,7 @@ impl<'a> FrameEncoder<'a> {
         out.push(0x92);
         write_str(out, name.as_bytes());
         write_bin_len(out, data.len());
-        out.extend_from_slice(data);
+        write_bin_data(out, data);
         self.attachments += 1;
         Ok(self)
     }
@@ -413,6 +414,10 @@ impl Out for SliceOut<'_> {
     #[inline(always)]
     fn put_word(&mut self, word: u64, len: usize) {
         self.extend_from_slice(&word.to_le_bytes()[..len]);
+    }
+    #[inline(always)]
+    fn tail_addr(&self) -> Option<usize> {
+        Some(self.buf.as_ptr() as usize + self.pos)
     }
 }
 

@@ -12,7 +12,9 @@ use crate::frame::Frame;
 use crate::header::Header;
 use crate::key::le_value16;
 use crate::value::{ValueRef, TAG_STRING};
-use crate::wire::write::{write_array_len, write_bin_len, write_str, write_str_header};
+use crate::wire::write::{
+    append, write_array_len, write_bin_data, write_bin_len, write_str, write_str_header,
+};
 
 type Result<T> = std::result::Result<T, Error>;
 
@@ -138,7 +140,7 @@ impl<'b> Wire<'b> {
         }
         out[map_at..map_at + n].copy_from_slice(&small[..n]);
         write_array_len(out, attachment_count);
-        out.extend_from_slice(&attachments);
+        append(out, &attachments);
         Ok(attachments)
     }
 
@@ -250,7 +252,7 @@ impl Target for Wire<'_> {
         a.push(0x92);
         write_str(a, name.as_bytes());
         write_bin_len(a, data.len());
-        a.extend_from_slice(data);
+        write_bin_data(a, data);
         self.attachment_count += 1;
         Ok(())
     }

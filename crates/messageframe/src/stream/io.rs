@@ -12,6 +12,7 @@ use crate::error::EncodeError;
 use crate::frame::Frame;
 use crate::header::Header;
 use crate::view::FrameView;
+use crate::wire::write::{append, write_bin_data};
 
 use super::scan::{FrameScanner, Scan};
 
@@ -544,7 +545,7 @@ impl<W: Write> FrameWriter<W> {
             if data.len() >= SHARED_MIN {
                 shared.push((buf.len(), data.clone()));
             } else {
-                buf.extend_from_slice(data);
+                write_bin_data(buf, data);
             }
         })
         .map_err(|e| io::Error::from(StreamError::Encode(e)))?;
@@ -577,7 +578,7 @@ impl<W: Write> FrameWriter<W> {
             self.frames += 1;
             return self.writer().write_all(frame_bytes);
         }
-        self.buf.extend_from_slice(frame_bytes);
+        append(&mut self.buf, frame_bytes);
         self.frames += 1;
         self.write_if_full()
     }

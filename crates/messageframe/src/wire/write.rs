@@ -27,6 +27,9 @@ pub(crate) trait Out {
     /// order: short strings go out in one fixed-size store when 8 bytes of
     /// room are already there.
     fn put_word(&mut self, word: u64, len: usize);
+    /// The address the next byte goes to, where the buffer is contiguous
+    /// memory this writer knows (see [`append`]).
+    fn tail_addr(&self) -> Option<usize>;
 }
 
 impl Out for Vec<u8> {
@@ -52,6 +55,10 @@ impl Out for Vec<u8> {
         } else {
             Vec::extend_from_slice(self, &bytes[..len]);
         }
+    }
+    #[inline(always)]
+    fn tail_addr(&self) -> Option<usize> {
+        Some(self.as_ptr() as usize + self.len())
     }
 }
 
@@ -80,6 +87,10 @@ impl Out for BytesMut {
             BytesMut::extend_from_slice(self, &bytes[..len]);
         }
     }
+    #[inline(always)]
+    fn tail_addr(&self) -> Option<usize> {
+        Some(self.as_ptr() as usize + self.len())
+    }
 }
 
 /// Any [`BufMut`]: no reserve (a growable `BufMut` grows by itself; a fixed
@@ -102,6 +113,10 @@ impl<B: BufMut + ?Sized> Out for AnyBuf<'_, B> {
     #[inline(always)]
     fn put_word(&mut self, word: u64, len: usize) {
         self.0.put_slice(&word.to_le_bytes()[..len]);
+    }
+    #[inline(always)]
+    fn tail_addr(&self) -> Option<usize> {
+        None
     }
 }
 
@@ -217,23 +232,33 @@ pub(crate) fn write_bin_len(out: &mut impl Out, len: usize) {
     write_len(out, len, None, Some(0xc4), 0xc5, 0xc6);
 }
 
-/// Appends binary data after its [`write_bin_len`] header: large data
-/// through [`copy_cached`], so that it stays in cache.
+/// Appends binary data after its [`write_bin_len`] header (see [`append`]).
 #[inline]
 pub(crate) fn write_bin_data(out: &mut impl Out, b: &[u8]) {
-    if b.len() <= CACHED_COPY_CHUNK {
-        out.extend_from_slice(b);
+    append(out, b);
+}
+
+/// Appends `data`, a caller's bytes of any size (an attachment, a whole
+/// frame), past `memcpy`'s slow paths: longer than [`ALIASED_PIECE`], it
+/// goes through [`copy_cached`], which knows where it lands.
+#[inline]
+pub(crate) fn append(out: &mut impl Out, data: &[u8]) {
+    if data.len() <= ALIASED_PIECE {
+        out.extend_from_slice(data);
     } else {
-        write_large_bin(out, b);
+        append_large(out, data);
     }
 }
 
-/// Large binary data, copied so that it stays in cache (see
-/// [`copy_cached`]); out of line, as it is rare.
-#[cold]
+/// [`append`] of more than [`ALIASED_PIECE`] bytes: room made first, so that
+/// the destination [`copy_cached`] is told is where the bytes land.
 #[inline(never)]
-fn write_large_bin(out: &mut impl Out, b: &[u8]) {
-    copy_cached(b, |piece| out.extend_from_slice(piece));
+fn append_large(out: &mut impl Out, data: &[u8]) {
+    // A failed reservation is left to the appends, which grow (and report
+    // an allocation failure) as they always do.
+    let _ = out.try_reserve(data.len());
+    let at = out.tail_addr();
+    copy_cached(data, at, |piece| out.extend_from_slice(piece));
 }
 
 #[inline]
@@ -296,32 +321,64 @@ pub(crate) const CACHED_COPY_CHUNK: usize = 64 << 10;
 /// The largest copy [`copy_cached`] splits; longer ones go to `memcpy` whole.
 pub(crate) const CACHED_COPY_MAX: usize = 8 << 20;
 
-/// Copies `data` by `put`, in pieces of at most 64 KiB, so that the copy
-/// stays in cache for whoever reads it next (issue 14).
+/// The largest piece [`copy_cached`] hands to one `memcpy` when the copy's
+/// destination is 1 to 15 bytes past its source, modulo 4 KiB: below the
+/// size from which glibc's `memcpy` may use `rep movsb` (its
+/// `x86_rep_movsb_threshold`, 2 KiB and up), so its vector loops copy it.
+pub(crate) const ALIASED_PIECE: usize = 1 << 10;
+
+/// Whether a copy from `src` to `dst` is one that `rep movsb` makes slow on
+/// x86: the destination 1 to 15 bytes past the source, modulo 4 KiB, so that
+/// every load of the source seems to depend on a store just made (4 KiB
+/// aliasing). On the AMD EPYC machine of docs/performance.md (glibc 2.36,
+/// which uses `rep movsb` from 2 KiB up to the L2 size) such copies of 16 KiB
+/// to 1 MiB took 13 to 26 times as long as at any other distance; copied in
+/// [`ALIASED_PIECE`]s, about 1.2 times. No other architecture here has the
+/// instruction, so elsewhere this is always `false` (and compiled out).
+#[inline(always)]
+pub(crate) fn aliased(dst: usize, src: *const u8) -> bool {
+    let distance = dst.wrapping_sub(src as usize) % 4096;
+    cfg!(any(target_arch = "x86_64", target_arch = "x86")) && (1..16).contains(&distance)
+}
+
+/// Copies `data` by `put`, to `dst` when that is known (the address its
+/// first byte lands at), in pieces that keep `memcpy` on its fast paths.
 ///
-/// glibc's `memcpy` writes a copy longer than its `x86_non_temporal_threshold`
-/// (three quarters of the calling thread's share of the last-level cache)
-/// with non-temporal stores, straight to memory. On many Intel server parts
-/// and their guests the threshold is below 1 MiB, and then each step of the
-/// copying path (into the frame, into the wire, out of it) reads a buffer
-/// the step before has just written to DRAM: with the threshold forced to
-/// 256 KiB on the machine of docs/performance.md the 1 MiB round trip took
-/// 172 µs against 73 µs (`examples/attachment_copy.rs`), the pattern users
-/// saw on a Xeon guest. Pieces of 64 KiB are below the thresholds glibc
-/// computes on current x86 parts (hundreds of KiB and more), so they are
-/// copied through the cache, at the cost of a call per 64 KiB (a threshold
-/// set lower by hand, which the tunable allows down to 16 KiB, would still
+/// **In pieces of at most 64 KiB, so that the copy stays in cache for
+/// whoever reads it next** (issue 14). glibc's `memcpy` writes a copy
+/// longer than its `x86_non_temporal_threshold` (three quarters of the
+/// calling thread's share of the last-level cache) with non-temporal
+/// stores, straight to memory. On many Intel server parts and their guests
+/// the threshold is below 1 MiB, and then each step of the copying path
+/// (into the frame, into the wire, out of it) reads a buffer the step
+/// before has just written to DRAM: with the threshold forced to 256 KiB on
+/// the machine of docs/performance.md the 1 MiB round trip took 172 µs
+/// against 73 µs (`examples/attachment_copy.rs`), the pattern users saw on
+/// a Xeon guest. Pieces of 64 KiB are below the thresholds glibc computes
+/// on current x86 parts (hundreds of KiB and more), so they are copied
+/// through the cache, at the cost of a call per 64 KiB (a threshold set
+/// lower by hand, which the tunable allows down to 16 KiB, would still
 /// apply). Copies longer than [`CACHED_COPY_MAX`] would not stay in cache
 /// anyway, and are left to `memcpy`'s own choice.
 ///
 /// The price, where glibc would not have used non-temporal stores: pieces
 /// this size go through `rep movsb` instead of a vector loop, which on the
-/// AMD machine of docs/performance.md is about 15 % slower when source and
-/// destination are aligned differently, as an attachment and its place in
-/// the wire bytes are (the 1 MiB round trip: about 6 % slower there).
+/// AMD machine of docs/performance.md is 15 to 35 % slower when source and
+/// destination are not 32 bytes apart, modulo 32, as an attachment and its
+/// place in the wire bytes seldom are (the 1 MiB round trip: about 6 %
+/// slower there).
+///
+/// **In pieces of [`ALIASED_PIECE`] when the destination is 1 to 15 bytes
+/// past the source, modulo 4 KiB** ([`aliased`]), whatever the length:
+/// there `rep movsb` is over ten times slower on AMD Zen parts, and
+/// glibc's `memcpy` itself uses it for any copy from 2 KiB to the L2 size
+/// (`examples/attachment_alias.rs`). That distance is what a frame re-encoded
+/// with a header a few bytes longer gives its attachments, for one.
 #[inline]
-pub(crate) fn copy_cached(data: &[u8], mut put: impl FnMut(&[u8])) {
-    if data.len() <= CACHED_COPY_CHUNK || data.len() > CACHED_COPY_MAX {
+pub(crate) fn copy_cached(data: &[u8], dst: Option<usize>, mut put: impl FnMut(&[u8])) {
+    if data.len() > ALIASED_PIECE && dst.is_some_and(|at| aliased(at, data.as_ptr())) {
+        data.chunks(ALIASED_PIECE).for_each(put);
+    } else if data.len() <= CACHED_COPY_CHUNK || data.len() > CACHED_COPY_MAX {
         put(data);
     } else {
         data.chunks(CACHED_COPY_CHUNK).for_each(put);
