@@ -363,10 +363,10 @@ pub(crate) fn aliased(dst: usize, src: *const u8) -> bool {
 ///
 /// The price, where glibc would not have used non-temporal stores: pieces
 /// this size go through `rep movsb` instead of a vector loop, which on the
-/// AMD machine of docs/performance.md is 15 to 35 % slower when source and
-/// destination are not 32 bytes apart, modulo 32, as an attachment and its
-/// place in the wire bytes seldom are (the 1 MiB round trip: about 6 %
-/// slower there).
+/// AMD machine of docs/performance.md is 15 to 35 % slower when the
+/// distance from source to destination is not a multiple of 32 bytes, as
+/// for most attachments and their place in the wire bytes (the 1 MiB round
+/// trip: about 6 % slower there).
 ///
 /// **In pieces of [`ALIASED_PIECE`] when the destination is 1 to 15 bytes
 /// past the source, modulo 4 KiB** ([`aliased`]), whatever the length:
