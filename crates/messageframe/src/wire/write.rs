@@ -359,14 +359,9 @@ pub(crate) fn aliased(dst: usize, src: *const u8) -> bool {
 /// through the cache, at the cost of a call per 64 KiB (a threshold set
 /// lower by hand, which the tunable allows down to 16 KiB, would still
 /// apply). Copies longer than [`CACHED_COPY_MAX`] would not stay in cache
-/// anyway, and are left to `memcpy`'s own choice.
-///
-/// The price, where glibc would not have used non-temporal stores: pieces
-/// this size go through `rep movsb` instead of a vector loop, which on the
-/// AMD machine of docs/performance.md is 15 to 35 % slower when the
-/// distance from source to destination is not a multiple of 32 bytes, as
-/// for most attachments and their place in the wire bytes (the 1 MiB round
-/// trip: about 6 % slower there).
+/// anyway, and are left to `memcpy`'s own choice. On AMD Zen parts, whose
+/// thresholds glibc sets far above that and where the pieces cost time
+/// instead, copies go whole ([`pieces_keep_in_cache`]).
 ///
 /// **In pieces of [`ALIASED_PIECE`] when the destination is 1 to 15 bytes
 /// past the source, modulo 4 KiB** ([`aliased`]), whatever the length:
@@ -375,12 +370,55 @@ pub(crate) fn aliased(dst: usize, src: *const u8) -> bool {
 /// (`examples/attachment_alias.rs`). That distance is what a frame re-encoded
 /// with a header a few bytes longer gives its attachments, for one.
 #[inline]
-pub(crate) fn copy_cached(data: &[u8], dst: Option<usize>, mut put: impl FnMut(&[u8])) {
+pub(crate) fn copy_cached(data: &[u8], dst: Option<usize>, put: impl FnMut(&[u8])) {
+    copy_in_pieces(
+        data,
+        dst,
+        data.len() > CACHED_COPY_CHUNK && pieces_keep_in_cache(),
+        put,
+    );
+}
+
+/// [`copy_cached`] with its choice of 64 KiB pieces made by the caller
+/// (`chunked`, for a copy longer than one piece): what the tests run on
+/// either kind of host.
+#[inline]
+pub(crate) fn copy_in_pieces(
+    data: &[u8],
+    dst: Option<usize>,
+    chunked: bool,
+    mut put: impl FnMut(&[u8]),
+) {
     if data.len() > ALIASED_PIECE && dst.is_some_and(|at| aliased(at, data.as_ptr())) {
         data.chunks(ALIASED_PIECE).for_each(put);
-    } else if data.len() <= CACHED_COPY_CHUNK || data.len() > CACHED_COPY_MAX {
+    } else if !chunked || data.len() <= CACHED_COPY_CHUNK || data.len() > CACHED_COPY_MAX {
         put(data);
     } else {
         data.chunks(CACHED_COPY_CHUNK).for_each(put);
+    }
+}
+
+/// Whether this host needs [`copy_cached`]'s 64 KiB pieces to keep a copy
+/// in cache: everywhere but on AMD Zen parts, told apart by SSE4a (which
+/// only AMD and Hygon, its licensee, implement) with ADX (which AMD has from
+/// Zen on). On those glibc (2.33 and later) sets `x86_non_temporal_threshold`
+/// at three quarters of a core complex's L3, 3 MiB and more on every Zen
+/// part (240 MiB on the machine of docs/performance.md), and uses `rep movsb`
+/// only below the L2 size, so a copy up to [`CACHED_COPY_MAX`] stays in cache
+/// whole, and from the L2 size up goes through glibc's vector loop where
+/// pieces of 64 KiB would go through `rep movsb`: on that machine the 1 MiB
+/// copy took 6 % longer in pieces, and up to 30 % longer with the
+/// destination a few dozen bytes past the source, as an attachment's place
+/// in the wire often is. Without `std` (no feature detection) the pieces
+/// stay.
+#[inline]
+fn pieces_keep_in_cache() -> bool {
+    #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "x86")))]
+    {
+        !(std::is_x86_feature_detected!("sse4a") && std::is_x86_feature_detected!("adx"))
+    }
+    #[cfg(not(all(feature = "std", any(target_arch = "x86_64", target_arch = "x86"))))]
+    {
+        true
     }
 }
