@@ -1126,7 +1126,8 @@ impl fmt::Debug for Frame {
 mod tests {
     use super::*;
     use crate::wire::write::{
-        copy_cached, copy_in_pieces, ALIASED_PIECE, CACHED_COPY_CHUNK, CACHED_COPY_MAX,
+        copy_cached, copy_in_pieces, copy_to_slice, ALIASED_PIECE, CACHED_COPY_CHUNK,
+        CACHED_COPY_MAX,
     };
 
     #[test]
@@ -1249,6 +1250,36 @@ mod tests {
                     };
                     assert_eq!(largest, want, "{at}");
                 }
+            }
+        }
+    }
+
+    /// A long string copied into a frame's text at every distance from its
+    /// source, the 4 KiB aliasing ones included, arrives whole: directly,
+    /// and through a frame that adds it and one decoded from the wire.
+    #[test]
+    fn long_strings_copied_at_every_distance_arrive_whole() {
+        let len = 3 * ALIASED_PIECE + 5;
+        let text: String = (0..len)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let mut dst = vec![0u8; len];
+        for distance in [0, 1, 5, 15, 16, 100] {
+            let mut backing = vec![0u8; len + 8192];
+            let at = (dst.as_ptr() as usize)
+                .wrapping_sub(distance)
+                .wrapping_sub(backing.as_ptr() as usize)
+                % 4096;
+            backing[at..at + len].copy_from_slice(text.as_bytes());
+            dst.fill(0);
+            copy_to_slice(&mut dst, &backing[at..at + len]);
+            assert_eq!(dst, text.as_bytes(), "distance {distance}");
+            let src = core::str::from_utf8(&backing[at..at + len]).expect("ASCII");
+            let mut frame = Frame::default();
+            frame.add("log", "line", src);
+            let back = Frame::decode(&frame.encode().expect("encodes")).expect("decodes");
+            for f in [&frame, &back] {
+                assert_eq!(f.find("log", "line"), Some(ValueRef::String(&text)));
             }
         }
     }

@@ -121,7 +121,7 @@ pub(crate) fn copy_small(dst: &mut [u8], s: &[u8]) {
     let n = s.len();
     let dst = &mut dst[..n];
     if n > 32 {
-        dst.copy_from_slice(s);
+        crate::wire::write::copy_to_slice(dst, s);
     } else if n >= 16 {
         dst[..16].copy_from_slice(&s[..16]);
         dst[n - 16..].copy_from_slice(&s[n - 16..]);

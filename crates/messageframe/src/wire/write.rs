@@ -341,6 +341,26 @@ pub(crate) fn aliased(dst: usize, src: *const u8) -> bool {
     cfg!(any(target_arch = "x86_64", target_arch = "x86")) && (1..16).contains(&distance)
 }
 
+/// Copies `s` into `dst` (of the same length): a long string into a
+/// frame's text, which `memcpy` would make slow at a 4 KiB aliasing
+/// distance as it would an attachment ([`aliased`]).
+#[inline]
+pub(crate) fn copy_to_slice(dst: &mut [u8], s: &[u8]) {
+    if s.len() > ALIASED_PIECE && aliased(dst.as_ptr() as usize, s.as_ptr()) {
+        copy_aliased(dst, s);
+    } else {
+        dst.copy_from_slice(s);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn copy_aliased(dst: &mut [u8], s: &[u8]) {
+    for (to, from) in dst.chunks_mut(ALIASED_PIECE).zip(s.chunks(ALIASED_PIECE)) {
+        to.copy_from_slice(from);
+    }
+}
+
 /// Copies `data` by `put`, to `dst` when that is known (the address its
 /// first byte lands at), in pieces that keep `memcpy` on its fast paths.
 ///
