@@ -1199,10 +1199,10 @@ mod tests {
         let chunk = CACHED_COPY_CHUNK;
         // Under Miri (CI's i686 run takes the x86 branch), lengths that
         // cover both branches without its minutes per 64 KiB copy.
-        let lens: &[usize] = if cfg!(miri) {
-            &[ALIASED_PIECE, ALIASED_PIECE + 1, 4 * ALIASED_PIECE + 3]
+        let lens: Vec<usize> = if cfg!(miri) {
+            vec![ALIASED_PIECE, ALIASED_PIECE + 1, 4 * ALIASED_PIECE + 3]
         } else {
-            &[
+            vec![
                 ALIASED_PIECE,
                 ALIASED_PIECE + 1,
                 16 << 10,
@@ -1212,7 +1212,7 @@ mod tests {
         };
         let longest = lens.iter().max().copied().unwrap_or(0);
         let backing: Vec<u8> = (0..longest).map(|i| (i * 13 + i / 509) as u8).collect();
-        for &len in lens {
+        for &len in &lens {
             let data = &backing[..len];
             for distance in [
                 None,
