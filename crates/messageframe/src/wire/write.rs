@@ -429,15 +429,26 @@ pub(crate) fn copy_in_pieces(
 /// pieces of 64 KiB would go through `rep movsb`: on that machine the 1 MiB
 /// copy took 6 % longer in pieces, and up to 30 % longer with the
 /// destination a few dozen bytes past the source, as an attachment's place
-/// in the wire often is. Without `std` (no feature detection) the pieces
-/// stay.
+/// in the wire often is. Elsewhere than Linux with glibc (other C
+/// libraries choose their own thresholds) and without `std` (no feature
+/// detection) the pieces stay.
 #[inline]
 fn pieces_keep_in_cache() -> bool {
-    #[cfg(all(feature = "std", any(target_arch = "x86_64", target_arch = "x86")))]
+    #[cfg(all(
+        feature = "std",
+        any(target_arch = "x86_64", target_arch = "x86"),
+        target_os = "linux",
+        target_env = "gnu"
+    ))]
     {
         !(std::is_x86_feature_detected!("sse4a") && std::is_x86_feature_detected!("adx"))
     }
-    #[cfg(not(all(feature = "std", any(target_arch = "x86_64", target_arch = "x86"))))]
+    #[cfg(not(all(
+        feature = "std",
+        any(target_arch = "x86_64", target_arch = "x86"),
+        target_os = "linux",
+        target_env = "gnu"
+    )))]
     {
         true
     }
