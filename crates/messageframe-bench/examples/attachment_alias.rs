@@ -93,22 +93,22 @@ fn main() {
             let at = source_at(&backing, data_at, distance);
             backing[at..at + len].copy_from_slice(&content);
             let shared = Bytes::from(backing).slice(at..at + len);
-            let frame = frame_with(shared.clone());
+            let frame = frame_with(shared);
             let encode = median_us(passes, iters, || {
                 wire.clear();
                 frame.encode_into(&mut wire).expect("the frame encodes");
                 black_box(&wire);
             });
             assert_eq!(&wire[wire.len() - len..], &content[..]);
+            assert_eq!(wire.as_ptr() as usize + wire.len() - len, data_at);
 
             // add_attachment_copy into a reused frame: its buffer is the
             // destination (kept across iterations by the frame's spare).
             let mut reused = Frame::default();
             reused.add_attachment_copy("iq", &content);
             let dst = reused.attachment("iq").expect("just added").as_ptr() as usize;
-            let src_backing = vec![0u8; len + 2 * PAGE];
+            let mut src_backing = vec![0u8; len + 2 * PAGE];
             let at = source_at(&src_backing, dst, distance);
-            let mut src_backing = src_backing;
             src_backing[at..at + len].copy_from_slice(&content);
             let src = &src_backing[at..at + len];
             let copy = median_us(passes, iters, || {
@@ -165,11 +165,8 @@ fn main() {
         reused.decode_from(&wire).expect("valid frame");
         let dst = string_addr(&reused);
         let mut backing = vec![0u8; wire.len() + 2 * PAGE];
-        let at = dst
-            .wrapping_sub(distance)
-            .wrapping_sub(text_at)
-            .wrapping_sub(backing.as_ptr() as usize)
-            % PAGE;
+        // Placed as if the whole wire were the source of the text's bytes.
+        let at = source_at(&backing, dst.wrapping_sub(text_at), distance);
         backing[at..at + wire.len()].copy_from_slice(&wire);
         let received = &backing[at..at + wire.len()];
         let decode = median_us(passes, iters * 10, || {
