@@ -1,8 +1,8 @@
 //! An attachment copied to where it lands 1 to 15 bytes past its source,
 //! counted modulo 4 KiB: on AMD Zen hosts with a glibc whose `memcpy` uses
-//! `rep movsb` for mid-sized copies (2 KiB up to the L2 size, glibc 2.33 to
-//! 2.38 at least), such a copy takes over ten times as long as the same copy
-//! at any other distance, a cost messageframe's copies now avoid
+//! `rep movsb` for mid-sized copies (2 KiB up to the L2 size; glibc 2.36
+//! on the machine of docs/performance.md), such a copy takes over ten times as long as the same copy
+//! at distance 0, a cost messageframe's copies now avoid
 //! (`wire::write::copy_cached`, docs/performance.md "Attachment copies at a
 //! 4 KiB aliasing distance").
 //!

@@ -59,7 +59,7 @@ use crate::error::EncodeError;
 use crate::frame::Frame;
 use crate::header::Header;
 use crate::stream::{FrameScanner, Scan, StreamError};
-use crate::wire::write::{append, write_bin_data};
+use crate::wire::write::append;
 
 /// Smallest room a decoder leaves for the next read.
 const MIN_READ: usize = 64 << 10;
@@ -367,7 +367,7 @@ impl<W> FrameSink<W> {
                 queue.push_back(head);
                 queue.push_back(data.clone());
             } else {
-                write_bin_data(buf, data);
+                append(buf, data);
             }
         })
     }

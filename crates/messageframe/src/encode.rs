@@ -16,7 +16,7 @@ use crate::value::{TAG_BOOL, TAG_DOUBLE, TAG_INT, TAG_STRING};
 use bytes::Bytes;
 
 use crate::wire::write::{
-    int_len, len_prefix_len, uint_len, write_array_len, write_bin_data, write_bin_len, write_int,
+    append, int_len, len_prefix_len, uint_len, write_array_len, write_bin_len, write_int,
     write_map_len, write_str, write_uint, Out,
 };
 
@@ -203,7 +203,7 @@ fn reserve(out: &mut impl Out, n: usize) -> Result<(), EncodeError> {
 pub(crate) fn encode_frame(frame: &Frame, out: &mut impl Out) -> Result<(), EncodeError> {
     let bounds = max_encoded_len(frame)?;
     reserve(out, bounds.total)?;
-    write_frame(frame, out, |out, data| write_bin_data(out, data));
+    write_frame(frame, out, |out, data| append(out, data));
     Ok(())
 }
 

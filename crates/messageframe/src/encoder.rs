@@ -10,7 +10,7 @@ use crate::header::Header;
 use crate::key::SEPARATOR_BYTE;
 use crate::value::{ToValueRef, ValueRef, TAG_BOOL, TAG_DOUBLE, TAG_INT, TAG_STRING};
 use crate::wire::write::{
-    int_len, len_prefix_len, write_bin_data, write_bin_len, write_int, write_str, write_str_header,
+    append, int_len, len_prefix_len, write_bin_len, write_int, write_str, write_str_header,
     write_uint, Out,
 };
 
@@ -205,7 +205,7 @@ impl<'a> FrameEncoder<'a> {
         out.push(0x92);
         write_str(out, name.as_bytes());
         write_bin_len(out, data.len());
-        write_bin_data(out, data);
+        append(out, data);
         self.attachments += 1;
         Ok(self)
     }

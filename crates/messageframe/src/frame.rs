@@ -1163,16 +1163,15 @@ mod tests {
                 });
                 assert_eq!(copied, data, "{len} bytes");
             }
-            let whole = len.max(1);
             let pieces = if len > CACHED_COPY_MAX {
-                whole
+                len
             } else {
-                whole.min(chunk)
+                len.min(chunk)
             };
-            assert_eq!(largest.map(|l| l.max(1)), [pieces, whole], "{len} bytes");
+            assert_eq!(largest, [pieces, len], "{len} bytes");
             let mut by_host = 0;
             copy_cached(&data, None, |p| by_host = by_host.max(p.len()));
-            assert!([pieces, whole].contains(&by_host.max(1)), "{len} bytes");
+            assert!([pieces, len].contains(&by_host), "{len} bytes");
             let mut frame = Frame::default();
             frame.add("d", "p", 1);
             frame.add_attachment_copy("a", &data);
@@ -1254,6 +1253,14 @@ mod tests {
         }
     }
 
+    /// Where in `backing` a source goes so that a copy of it to `dst` lands
+    /// `distance` bytes past it, modulo 4 KiB.
+    fn source_at(backing: &[u8], dst: usize, distance: usize) -> usize {
+        dst.wrapping_sub(distance)
+            .wrapping_sub(backing.as_ptr() as usize)
+            % 4096
+    }
+
     /// A long string copied into a frame's text at every distance from its
     /// source, the 4 KiB aliasing ones included, arrives whole: directly,
     /// and through a frame that adds it and one decoded from the wire.
@@ -1266,10 +1273,7 @@ mod tests {
         let mut dst = vec![0u8; len];
         for distance in [0, 1, 5, 15, 16, 100] {
             let mut backing = vec![0u8; len + 8192];
-            let at = (dst.as_ptr() as usize)
-                .wrapping_sub(distance)
-                .wrapping_sub(backing.as_ptr() as usize)
-                % 4096;
+            let at = source_at(&backing, dst.as_ptr() as usize, distance);
             backing[at..at + len].copy_from_slice(text.as_bytes());
             dst.fill(0);
             copy_to_slice(&mut dst, &backing[at..at + len]);
@@ -1284,9 +1288,10 @@ mod tests {
         }
     }
 
-    /// The paths that copy an attachment (encoding a shared one into the
-    /// wire, decoding one into an owned frame, copying one in) write the same
-    /// bytes wherever the copy lands relative to its source.
+    /// A shared attachment encoded into the wire at every distance from its
+    /// source, the 4 KiB aliasing ones included, gives the same bytes; the
+    /// owned decode and a copy in (at whatever distance they land) give the
+    /// content back.
     #[test]
     fn attachments_copied_at_every_distance_arrive_whole() {
         let len = 5 * ALIASED_PIECE + 3;
@@ -1310,10 +1315,7 @@ mod tests {
             // bytes past it (modulo 4 KiB) in `wire`.
             let data_at = wire.as_ptr() as usize + want.len() - len;
             let mut backing = vec![0u8; len + 8192];
-            let at = data_at
-                .wrapping_sub(distance)
-                .wrapping_sub(backing.as_ptr() as usize)
-                % 4096;
+            let at = source_at(&backing, data_at, distance);
             backing[at..at + len].copy_from_slice(&content);
             let mut frame = Frame::new(*reference.header());
             frame.add("sdr", "gain", 30.5);

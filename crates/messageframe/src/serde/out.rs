@@ -12,9 +12,7 @@ use crate::frame::Frame;
 use crate::header::Header;
 use crate::key::le_value16;
 use crate::value::{ValueRef, TAG_STRING};
-use crate::wire::write::{
-    append, write_array_len, write_bin_data, write_bin_len, write_str, write_str_header,
-};
+use crate::wire::write::{append, write_array_len, write_bin_len, write_str, write_str_header};
 
 type Result<T> = std::result::Result<T, Error>;
 
@@ -252,7 +250,7 @@ impl Target for Wire<'_> {
         a.push(0x92);
         write_str(a, name.as_bytes());
         write_bin_len(a, data.len());
-        write_bin_data(a, data);
+        append(a, data);
         self.attachment_count += 1;
         Ok(())
     }

@@ -12,7 +12,7 @@ use crate::error::EncodeError;
 use crate::frame::Frame;
 use crate::header::Header;
 use crate::view::FrameView;
-use crate::wire::write::{append, write_bin_data};
+use crate::wire::write::append;
 
 use super::scan::{FrameScanner, Scan};
 
@@ -545,7 +545,7 @@ impl<W: Write> FrameWriter<W> {
             if data.len() >= SHARED_MIN {
                 shared.push((buf.len(), data.clone()));
             } else {
-                write_bin_data(buf, data);
+                append(buf, data);
             }
         })
         .map_err(|e| io::Error::from(StreamError::Encode(e)))?;

@@ -232,15 +232,10 @@ pub(crate) fn write_bin_len(out: &mut impl Out, len: usize) {
     write_len(out, len, None, Some(0xc4), 0xc5, 0xc6);
 }
 
-/// Appends binary data after its [`write_bin_len`] header (see [`append`]).
-#[inline]
-pub(crate) fn write_bin_data(out: &mut impl Out, b: &[u8]) {
-    append(out, b);
-}
-
-/// Appends `data`, a caller's bytes of any size (an attachment, a whole
-/// frame), past `memcpy`'s slow paths: longer than [`ALIASED_PIECE`], it
-/// goes through [`copy_cached`], which knows where it lands.
+/// Appends `data`, a caller's bytes of any size (an attachment's data after
+/// its [`write_bin_len`] header, a whole frame), past `memcpy`'s slow paths:
+/// longer than [`ALIASED_PIECE`], it goes through [`copy_cached`], which
+/// knows where it lands.
 #[inline]
 pub(crate) fn append(out: &mut impl Out, data: &[u8]) {
     if data.len() <= ALIASED_PIECE {
@@ -332,7 +327,7 @@ pub(crate) const ALIASED_PIECE: usize = 1 << 10;
 /// every load of the source seems to depend on a store just made (4 KiB
 /// aliasing). On the AMD EPYC machine of docs/performance.md (glibc 2.36,
 /// which uses `rep movsb` from 2 KiB up to the L2 size) such copies of 16 KiB
-/// to 1 MiB took 13 to 26 times as long as at any other distance; copied in
+/// to 1 MiB took 13 to 26 times as long as at distance 0; copied in
 /// [`ALIASED_PIECE`]s, about 1.2 times. No other architecture here has the
 /// instruction, so elsewhere this is always `false` (and compiled out).
 #[inline(always)]
@@ -341,12 +336,19 @@ pub(crate) fn aliased(dst: usize, src: *const u8) -> bool {
     cfg!(any(target_arch = "x86_64", target_arch = "x86")) && (1..16).contains(&distance)
 }
 
+/// Whether a copy of `data` to `dst` goes in [`ALIASED_PIECE`]s: one longer
+/// than a piece, at an [`aliased`] distance.
+#[inline(always)]
+fn needs_small_pieces(dst: usize, data: &[u8]) -> bool {
+    data.len() > ALIASED_PIECE && aliased(dst, data.as_ptr())
+}
+
 /// Copies `s` into `dst` (of the same length): a long string into a
 /// frame's text, which `memcpy` would make slow at a 4 KiB aliasing
 /// distance as it would an attachment ([`aliased`]).
 #[inline]
 pub(crate) fn copy_to_slice(dst: &mut [u8], s: &[u8]) {
-    if s.len() > ALIASED_PIECE && aliased(dst.as_ptr() as usize, s.as_ptr()) {
+    if needs_small_pieces(dst.as_ptr() as usize, s) {
         copy_aliased(dst, s);
     } else {
         dst.copy_from_slice(s);
@@ -409,7 +411,7 @@ pub(crate) fn copy_in_pieces(
     chunked: bool,
     mut put: impl FnMut(&[u8]),
 ) {
-    if data.len() > ALIASED_PIECE && dst.is_some_and(|at| aliased(at, data.as_ptr())) {
+    if dst.is_some_and(|at| needs_small_pieces(at, data)) {
         data.chunks(ALIASED_PIECE).for_each(put);
     } else if !chunked || data.len() <= CACHED_COPY_CHUNK || data.len() > CACHED_COPY_MAX {
         put(data);
