@@ -79,6 +79,12 @@ impl TextArena {
         self.bytes.reserve(more);
     }
 
+    /// Room for exactly `more` bytes past those held (in place if they
+    /// fit).
+    pub(crate) fn reserve_exact(&mut self, more: usize) {
+        self.bytes.reserve_exact(more);
+    }
+
     /// Appends `s`: up to 8 bytes with one fixed-size write instead of a
     /// call to `memcpy` (which costs more than the copy for the short names
     /// and values frames are made of).

@@ -5,16 +5,16 @@ use crate::prelude::*;
 
 use core::fmt;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
+use crate::attachment::{name_in, AttachmentSlot, Attachments};
 use crate::decode::Decoder;
 use crate::encode;
 use crate::error::{AddError, EncodeError};
 use crate::header::Header;
 use crate::key::{FlatKey, InvalidKey};
-use crate::params::{grown_capacity, Entry, Params, TEXT_BYTES_PER_PARAM};
+use crate::params::{Entry, Params, TEXT_BYTES_PER_PARAM};
 use crate::value::{ToValueRef, TryToValueRef, Value, ValueRef};
-use crate::wire::write::append;
 use crate::DecodeError;
 
 /// A sizing hint for a new frame (`FrameConfig{initial_reserve}` in C++).
@@ -70,193 +70,6 @@ impl FrameConfig {
     #[must_use]
     pub const fn params(&self) -> usize {
         self.params
-    }
-}
-
-/// An attachment's slot: its name in the frame's name arena and its data.
-/// Any size: the encoder checks what MessagePack can express.
-#[derive(Clone)]
-pub(crate) struct AttachmentSlot {
-    name_start: usize,
-    name_len: usize,
-    pub(crate) data: Bytes,
-    /// The frame made `data` by copying (a decode, `add_attachment_copy`),
-    /// so its buffer may be reused once nothing else holds it.
-    own_copy: bool,
-}
-
-/// The attachments of a frame: slots in insertion order, names in one arena.
-#[derive(Default)]
-pub(crate) struct AttachmentStore {
-    slots: Vec<AttachmentSlot>,
-    names: String,
-    /// Buffers of cleared attachments that the frame had copied and that
-    /// nothing else held any more, reused by the next copies: a reused
-    /// frame copies attachments in and out without allocating, as it does
-    /// parameters. Never shared, never cloned.
-    spare: Vec<BytesMut>,
-}
-
-impl Clone for AttachmentStore {
-    fn clone(&self) -> Self {
-        AttachmentStore {
-            slots: self.slots.clone(),
-            names: self.names.clone(),
-            spare: Vec::new(),
-        }
-    }
-}
-
-impl AttachmentStore {
-    fn with_capacity(count: usize) -> Self {
-        AttachmentStore {
-            slots: Vec::with_capacity(count),
-            names: String::with_capacity(count.saturating_mul(16)),
-            spare: Vec::new(),
-        }
-    }
-
-    /// A buffer holding a copy of `data`: a spare one if one is large
-    /// enough, else a new one.
-    pub(crate) fn copy_of(&mut self, data: &[u8]) -> Bytes {
-        let mut buf = match self.spare.iter().position(|b| b.capacity() >= data.len()) {
-            Some(i) => {
-                let mut b = self.spare.swap_remove(i);
-                b.clear();
-                b
-            }
-            None => {
-                // Drop a spare that is too small rather than keep it: live
-                // and spare buffers together never outnumber the most
-                // attachments the frame has held at once.
-                if !self.spare.is_empty() {
-                    self.spare.swap_remove(0);
-                }
-                BytesMut::with_capacity(data.len())
-            }
-        };
-        append(&mut buf, data);
-        buf.freeze()
-    }
-
-    /// Makes room for `count` more attachments the way a decode does:
-    /// `charge` is first told how many bytes that allocates, and may refuse.
-    /// The count is exact, so the table grows to exactly what it needs.
-    pub(crate) fn reserve_charged<E>(
-        &mut self,
-        count: usize,
-        charge: impl FnOnce(usize) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let (len, old_cap) = (self.slots.len(), self.slots.capacity());
-        let cap = old_cap.max(len.saturating_add(count));
-        if cap > old_cap {
-            // Saturating: on a 32-bit target the product can pass
-            // `usize::MAX`, and the budget must then refuse, not wrap.
-            charge(cap.saturating_mul(core::mem::size_of::<AttachmentSlot>()))?;
-            self.slots.reserve_exact(cap - len);
-        }
-        Ok(())
-    }
-
-    /// Makes room for `bytes` more bytes of names, charging first.
-    pub(crate) fn reserve_name_charged<E>(
-        &mut self,
-        bytes: usize,
-        charge: impl FnOnce(usize) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let names = &mut self.names;
-        let cap = grown_capacity(names.capacity(), names.len(), bytes);
-        if cap > names.capacity() {
-            charge(cap)?;
-            names.reserve_exact(cap - names.len());
-        }
-        Ok(())
-    }
-
-    fn reserve(&mut self, count: usize) {
-        self.slots.reserve(count);
-    }
-
-    #[inline]
-    fn clear(&mut self) {
-        if !self.slots.is_empty() {
-            self.release_slots();
-        }
-        self.names.clear();
-    }
-
-    /// Empties the slots, keeping the buffers of copies no one else holds.
-    #[inline(never)]
-    fn release_slots(&mut self) {
-        for slot in self.slots.drain(..) {
-            if slot.own_copy {
-                // Unique unless the caller kept a clone of the data.
-                if let Ok(buf) = slot.data.try_into_mut() {
-                    self.spare.push(buf);
-                }
-            }
-        }
-    }
-
-    pub(crate) fn push(&mut self, name: &str, data: Bytes, own_copy: bool) {
-        let name_start = self.names.len();
-        self.names.push_str(name);
-        self.slots.push(AttachmentSlot {
-            name_start,
-            name_len: name.len(),
-            data,
-            own_copy,
-        });
-    }
-
-    fn name(&self, a: &AttachmentSlot) -> &str {
-        &self.names[a.name_start..a.name_start + a.name_len]
-    }
-}
-
-/// A frame's attachments: a store boxed on first need, so that a frame
-/// without any (most small frames) carries one pointer instead of the
-/// store's three vectors, and moving or dropping it costs that much less.
-#[derive(Clone, Default)]
-pub(crate) struct Attachments(Option<Box<AttachmentStore>>);
-
-/// What a frame without a store reads.
-static EMPTY_STORE: AttachmentStore = AttachmentStore {
-    slots: Vec::new(),
-    names: String::new(),
-    spare: Vec::new(),
-};
-
-impl Attachments {
-    fn with_capacity(count: usize) -> Self {
-        Attachments((count > 0).then(|| Box::new(AttachmentStore::with_capacity(count))))
-    }
-
-    #[inline]
-    pub(crate) fn store(&self) -> &AttachmentStore {
-        self.0.as_deref().unwrap_or(&EMPTY_STORE)
-    }
-
-    /// Whether the store is boxed already (a decode charges the box).
-    pub(crate) fn is_boxed(&self) -> bool {
-        self.0.is_some()
-    }
-
-    pub(crate) fn store_mut(&mut self) -> &mut AttachmentStore {
-        self.0.get_or_insert_with(Box::default)
-    }
-
-    fn reserve(&mut self, count: usize) {
-        if count > 0 {
-            self.store_mut().reserve(count);
-        }
-    }
-
-    #[inline]
-    fn clear(&mut self) {
-        if let Some(store) = &mut self.0 {
-            store.clear();
-        }
     }
 }
 
@@ -748,10 +561,9 @@ impl Frame {
     /// (`get_attachments()`). Clone a [`Bytes`] to keep it: that shares the
     /// data, it does not copy it.
     pub fn attachments(&self) -> FrameAttachments<'_> {
-        let store = self.attachments.store();
         FrameAttachments {
-            store,
-            slots: store.slots.iter(),
+            names: self.attachments.names(),
+            slots: self.attachments.slots().iter(),
         }
     }
 
@@ -764,7 +576,7 @@ impl Frame {
     /// Number of attachments.
     #[must_use]
     pub fn attachment_count(&self) -> usize {
-        self.attachments.store().slots.len()
+        self.attachments.slots().len()
     }
 
     /// Removes all parameters and attachments, keeping the capacity of every
@@ -884,15 +696,15 @@ impl Frame {
     }
 
     pub(crate) fn attachment_slots(&self) -> &[AttachmentSlot] {
-        &self.attachments.store().slots
+        self.attachments.slots()
     }
 
     pub(crate) fn attachment_name(&self, a: &AttachmentSlot) -> &str {
-        self.attachments.store().name(a)
+        name_in(self.attachments.names(), a)
     }
 
     pub(crate) fn attachment_names_len(&self) -> usize {
-        self.attachments.store().names.len()
+        self.attachments.names().len()
     }
 
     pub(crate) fn clear_attachments(&mut self) {
@@ -980,7 +792,7 @@ impl fmt::Debug for FrameParams<'_> {
 /// ```
 #[derive(Clone)]
 pub struct FrameAttachments<'a> {
-    store: &'a AttachmentStore,
+    names: &'a str,
     slots: core::slice::Iter<'a, AttachmentSlot>,
 }
 
@@ -989,8 +801,8 @@ impl<'a> Iterator for FrameAttachments<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let store = self.store;
-        self.slots.next().map(|a| (store.name(a), &a.data))
+        let names = self.names;
+        self.slots.next().map(|a| (name_in(names, a), &a.data))
     }
 
     #[inline]
@@ -1002,8 +814,8 @@ impl<'a> Iterator for FrameAttachments<'a> {
 impl DoubleEndedIterator for FrameAttachments<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        let store = self.store;
-        self.slots.next_back().map(|a| (store.name(a), &a.data))
+        let names = self.names;
+        self.slots.next_back().map(|a| (name_in(names, a), &a.data))
     }
 }
 
@@ -1332,21 +1144,6 @@ mod tests {
     }
 
     #[test]
-    fn the_attachment_table_charge_saturates_instead_of_wrapping() {
-        // As for the entry table (params.rs): a count whose table would pass
-        // `usize::MAX` bytes is charged as `usize::MAX`, never wrapped.
-        let mut attachments = AttachmentStore::default();
-        let mut charged = 0;
-        let refused = attachments.reserve_charged(usize::MAX / 16, |bytes| {
-            charged = bytes;
-            crate::decode::Budget::new(usize::MAX).charge(bytes)
-        });
-        assert!(refused.is_err());
-        assert_eq!(charged, usize::MAX);
-        assert_eq!(attachments.slots.capacity(), 0);
-    }
-
-    #[test]
     fn add_never_looks_a_key_up_in_any_build() {
         // A lookup past 8 entries (after a few scans) builds the index;
         // `add` never looks keys up, so neither a debug nor a release build
@@ -1378,18 +1175,17 @@ mod tests {
                 frame.add_attachment_copy(&format!("a{j}"), &vec![0u8; k * 100]);
             }
             most_held = most_held.max(frame.attachment_count());
-            let a = frame.attachments.store();
+            let spare = frame.attachments.spare_count();
             assert!(
-                a.spare.len() + a.slots.len() <= most_held,
-                "message {k}: {} spare + {} live buffers",
-                a.spare.len(),
-                a.slots.len()
+                spare + frame.attachment_count() <= most_held,
+                "message {k}: {spare} spare + {} live buffers",
+                frame.attachment_count()
             );
         }
         frame.clear();
-        assert!(frame.attachments.store().spare.len() <= most_held);
+        assert!(frame.attachments.spare_count() <= most_held);
         assert!(
-            !frame.attachments.store().spare.is_empty(),
+            frame.attachments.spare_count() > 0,
             "cleared copies are kept"
         );
     }

@@ -78,6 +78,7 @@ mod prelude {
 }
 
 mod arena;
+mod attachment;
 #[cfg(feature = "tokio")]
 pub mod codec;
 mod decode;

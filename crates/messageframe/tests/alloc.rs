@@ -302,6 +302,46 @@ fn a_fresh_small_round_trip_allocates_only_the_encoded_bytes() {
 }
 
 #[test]
+fn a_fresh_frame_with_one_attachment_allocates_its_store_and_its_copy() {
+    // The store's box and the data: its slot and a name of up to 64 bytes
+    // live in the box (a slot vector and a name String were two more
+    // allocations on each side before).
+    warm_up_hash_seed();
+    let inp = inputs(4);
+    let capture = vec![0x5Au8; 4096];
+    let (built, _, frame) = count(|| {
+        let mut frame = Frame::new(Header::default());
+        fill(&mut frame, &inp);
+        frame.add_attachment_copy("spectrum", &capture);
+        frame
+    });
+    assert_eq!(built, 2, "the store and the copy");
+    let bytes = frame.encode().unwrap();
+    let (decoded_allocs, _, decoded) = count(|| Frame::decode(&bytes).unwrap());
+    assert_eq!(decoded_allocs, 2, "the store and the copy");
+    assert_eq!(decoded, frame);
+    // Shared: a `Bytes` made from a `Vec` allocates its reference count on
+    // its first clone (the attachment's slice of it), so clone it once
+    // first to count the decode's own allocations only.
+    let buffer = messageframe::Bytes::from(bytes.clone());
+    drop(buffer.clone());
+    let (shared_allocs, _, shared) = count(|| Frame::decode_shared(&buffer).unwrap());
+    assert_eq!(shared_allocs, 1, "the store");
+    assert_eq!(shared, frame);
+    // A second attachment moves both slots to a vector, once.
+    let mut two = frame.clone();
+    let second = messageframe::Bytes::from_static(&[1, 2, 3]);
+    let (allocs, _, ()) = count(|| two.add_attachment("second", second));
+    assert_eq!(allocs, 1, "the slot vector");
+    assert_eq!(
+        two.attachments()
+            .map(|(n, d)| (n, d.len()))
+            .collect::<Vec<_>>(),
+        [("spectrum", 4096), ("second", 3)]
+    );
+}
+
+#[test]
 fn a_reused_frame_past_128_params_also_stops_allocating() {
     let inp = inputs(1024);
     let mut frame = Frame::default();

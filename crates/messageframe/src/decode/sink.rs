@@ -6,8 +6,8 @@ use core::ops::Range;
 
 use bytes::Bytes;
 
+use crate::attachment::{AttachmentStore, Attachments};
 use crate::error::Limit;
-use crate::frame::{AttachmentStore, Attachments};
 use crate::params::{
     grown_capacity, store_unknown, to_u32, Bits, DecodeTarget, Entry, KeySet, Slot, TAG_BYTES_MAX,
 };
