@@ -3,7 +3,8 @@
 # with exactly that toolchain.
 #
 #   bash .ci/msrv.sh test         build and test the library with its MSRV
-#   bash .ci/msrv.sh update-lock  re-resolve .ci/msrv/Cargo.lock
+#   bash .ci/msrv.sh update-lock  add what the library's dependencies now need
+#                                 to .ci/msrv/Cargo.lock, keeping the rest
 #
 # The repository's Cargo.lock is workspace-wide, and the CLI and the
 # benchmark (and some of the library's newest dev-dependencies) need a
@@ -13,7 +14,10 @@
 # fallback, cargo >= 1.84) and committed as .ci/msrv/Cargo.lock: CI builds
 # with `--locked`, so a release on crates.io cannot break the job, and a
 # change to the library's dependencies that the lockfile does not cover
-# fails it loudly (run `update-lock` then).
+# fails it loudly (run `update-lock` then). `update-lock` starts from the
+# committed lockfile and changes only what the manifests require: resolving
+# every crate again picks what the registry holds that day, and a crate
+# that does not declare its rust-version honestly can then break the job.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,8 +52,8 @@ test)
 update-lock)
     dir=$(mktemp -d)
     workspace "$dir"
-    rm -f "$dir/Cargo.lock"
-    (cd "$dir" && CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo +stable generate-lockfile)
+    cp .ci/msrv/Cargo.lock "$dir/Cargo.lock"
+    (cd "$dir" && CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo +stable update --workspace)
     mkdir -p .ci/msrv
     cp "$dir/Cargo.lock" .ci/msrv/Cargo.lock
     rm -rf "$dir"
