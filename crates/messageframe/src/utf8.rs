@@ -21,10 +21,12 @@ use core::str::Utf8Error;
 
 use crate::key::is_ascii;
 
-/// From this many bytes on, text is validated by `simdutf8` (SIMD, with
-/// its own ASCII fast path) instead of the word-wide ASCII check and
-/// `core`'s decoder: below it, the call through `simdutf8`'s CPU dispatch
-/// costs more than it saves. On x86 only (Cargo.toml says why).
+/// From this many bytes on, [`is_valid`] asks `simdutf8` (SIMD, with its
+/// own ASCII fast path) instead of the word-wide ASCII check and `core`'s
+/// decoder: below it, the call through `simdutf8`'s CPU dispatch costs more
+/// than it saves. On x86 only (Cargo.toml says why). [`str_from`], which
+/// the view and the serde bridge call on each key and string where it
+/// lies (nearly all short), stays as it was.
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 pub(crate) const SIMD_FROM: usize = 64;
 
@@ -32,10 +34,6 @@ pub(crate) const SIMD_FROM: usize = 64;
 #[inline(always)]
 #[allow(unsafe_code)]
 pub(crate) fn str_from(bytes: &[u8]) -> Result<&str, Utf8Error> {
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if bytes.len() >= SIMD_FROM {
-        return long_str_from(bytes);
-    }
     if is_ascii(bytes) {
         debug_assert!(core::str::from_utf8(bytes).is_ok());
         // SAFETY: `is_ascii` has just checked that no byte is 0x80 or above
@@ -47,22 +45,24 @@ pub(crate) fn str_from(bytes: &[u8]) -> Result<&str, Utf8Error> {
     }
 }
 
-/// [`str_from`] of text of [`SIMD_FROM`] bytes or more.
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-#[inline(never)]
-fn long_str_from(bytes: &[u8]) -> Result<&str, Utf8Error> {
-    match simdutf8::basic::from_utf8(bytes) {
-        Ok(s) => Ok(s),
-        // The basic flavour says only that the text is invalid: `core`
-        // says where, for the error (invalid input is the rare case).
-        Err(_) => core::str::from_utf8(bytes),
-    }
-}
-
-/// Whether `bytes` are valid UTF-8.
+/// Whether `bytes` are valid UTF-8: a decoded frame's whole text (its
+/// keys and strings, checked at once), or one key or name.
 #[inline(always)]
 pub(crate) fn is_valid(bytes: &[u8]) -> bool {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    if bytes.len() >= SIMD_FROM {
+        return long_is_valid(bytes);
+    }
     str_from(bytes).is_ok()
+}
+
+/// [`is_valid`] of text of [`SIMD_FROM`] bytes or more: `simdutf8`'s basic
+/// flavour, which says only whether (a caller that needs to know where
+/// text is invalid calls [`str_from`]).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[inline(never)]
+fn long_is_valid(bytes: &[u8]) -> bool {
+    simdutf8::basic::from_utf8(bytes).is_ok()
 }
 
 #[cfg(test)]
@@ -111,6 +111,7 @@ mod tests {
                         .collect()
                 };
                 text.resize(n, b'z');
+                assert!(is_valid(&text));
                 assert_eq!(str_from(&text).ok(), core::str::from_utf8(&text).ok());
                 for seq in sequences {
                     for at in (0..=n - seq.len()).step_by(stride) {
@@ -126,6 +127,7 @@ mod tests {
                         }
                         let ours = str_from(&b);
                         let core = core::str::from_utf8(&b);
+                        assert_eq!(is_valid(&b), core.is_ok(), "{n} bytes, {seq:x?} at {at}");
                         assert_eq!(ours.ok(), core.ok(), "{n} bytes, {seq:x?} at {at}");
                         if let (Err(a), Err(c)) = (ours, core) {
                             assert_eq!(
