@@ -322,6 +322,15 @@ pub(crate) const CACHED_COPY_MAX: usize = 8 << 20;
 /// `x86_rep_movsb_threshold`, 2 KiB and up), so its vector loops copy it.
 pub(crate) const ALIASED_PIECE: usize = 1 << 10;
 
+/// From this length on, a whole copy on an AMD Zen host ([`copy_cached`]
+/// without 64 KiB pieces) is left whole even at an [`aliased`] distance:
+/// glibc's `memcpy` stops using `rep movsb` on AMD at the L2 size (its
+/// `x86_rep_movsb_stop_threshold`; 512 KiB on Zen 1 to 3, 1 MiB on Zen 4
+/// and 5), and its vector loop, used from there on, checks for 4 KiB
+/// aliasing itself. On the machine of docs/performance.md a 1 MiB copy at
+/// distance 5 took 22.3 µs whole and 30.7 µs in [`ALIASED_PIECE`]s.
+pub(crate) const WHOLE_FROM_ON_ZEN: usize = 1 << 20;
+
 /// Whether a copy from `src` to `dst` is one that `rep movsb` makes slow on
 /// x86: the destination 1 to 15 bytes past the source, modulo 4 KiB, so that
 /// every load of the source seems to depend on a store just made (4 KiB
@@ -386,7 +395,8 @@ fn copy_aliased(dst: &mut [u8], s: &[u8]) {
 /// instead, copies go whole ([`pieces_keep_in_cache`]).
 ///
 /// **In pieces of [`ALIASED_PIECE`] when the destination is 1 to 15 bytes
-/// past the source, modulo 4 KiB** ([`aliased`]), whatever the length:
+/// past the source, modulo 4 KiB** ([`aliased`]), whatever the length, but
+/// for a whole copy of [`WHOLE_FROM_ON_ZEN`] or more on an AMD Zen host:
 /// there `rep movsb` is over ten times slower on AMD Zen parts, and
 /// glibc's `memcpy` itself uses it for any copy from 2 KiB to the L2 size
 /// (`examples/attachment_alias.rs`). That distance is what a frame re-encoded
@@ -411,7 +421,10 @@ pub(crate) fn copy_in_pieces(
     chunked: bool,
     mut put: impl FnMut(&[u8]),
 ) {
-    if dst.is_some_and(|at| needs_small_pieces(at, data)) {
+    // `chunked` is false past 64 KiB only on a host that copies whole
+    // (AMD Zen, see `pieces_keep_in_cache`).
+    let whole_past_l2 = !chunked && data.len() >= WHOLE_FROM_ON_ZEN;
+    if !whole_past_l2 && dst.is_some_and(|at| needs_small_pieces(at, data)) {
         data.chunks(ALIASED_PIECE).for_each(put);
     } else if !chunked || data.len() <= CACHED_COPY_CHUNK || data.len() > CACHED_COPY_MAX {
         put(data);
