@@ -168,10 +168,13 @@ impl AttachmentStore {
         Ok(())
     }
 
-    /// Room for `count` more attachments (a sizing hint).
+    /// Room for `count` more attachments (a sizing hint), growing as a
+    /// `Vec` does, so that hints given one at a time do not reallocate at
+    /// each.
     fn reserve(&mut self, count: usize) {
-        let cap = self.slots.as_slice().len().saturating_add(count);
-        if cap > self.slots.capacity() {
+        let (len, old) = (self.slots.as_slice().len(), self.slots.capacity());
+        let cap = grown_capacity(old, len, count);
+        if cap > old {
             self.slots.grow_exact(cap);
         }
     }
@@ -313,6 +316,20 @@ mod tests {
             name_in(&store.names, &store.slots.as_slice()[0]),
             "spectrum"
         );
+    }
+
+    #[test]
+    fn hints_given_one_at_a_time_grow_the_slots_geometrically() {
+        let mut store = AttachmentStore::default();
+        let mut growths = 0;
+        for k in 0..100usize {
+            let before = store.slots.capacity();
+            store.reserve(1);
+            growths += usize::from(store.slots.capacity() != before);
+            store.push("a", data(k % 3), false);
+        }
+        assert_eq!(store.slots.as_slice().len(), 100);
+        assert!(growths <= 8, "{growths} growths for 100 attachments");
     }
 
     #[test]
