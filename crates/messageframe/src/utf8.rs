@@ -1,6 +1,7 @@
 //! UTF-8 validation with a fast path for ASCII, which keys and string values
 //! nearly always are, and, on x86, SIMD for long text (a decoded frame's
-//! keys and strings are checked at once, as one text: `arena::RawText`).
+//! keys and strings are checked at once, as one text: `arena::RawText`) and
+//! an automaton for short text that is not ASCII (the view's keys).
 //!
 //! This module holds one of the crate's two `unsafe` blocks (the other is
 //! in `arena`): the conversion of bytes that were checked to be ASCII,
@@ -10,9 +11,9 @@
 //! ASCII check costs a handful, and ASCII is valid UTF-8 by definition. On
 //! long text `core`'s decoder takes its byte-by-byte path at every non-ASCII
 //! character (the telemetry message's `température_boîtier`, `µwave_link`,
-//! `°c`), and `simdutf8` checks 64 bytes a step either way. What both buy
-//! is measured in docs/performance.md (the 4-parameter view round trip and
-//! the owned decode; "UTF-8 validation").
+//! `°c`), and `simdutf8` checks 64 bytes a step either way. What each buys
+//! is measured in docs/performance.md (the 4-parameter view round trip, the
+//! owned decode and the telemetry view; "UTF-8 validation").
 
 #[allow(unused_imports)]
 use crate::prelude::*;
@@ -50,10 +51,17 @@ pub(crate) fn str_from(bytes: &[u8]) -> Result<&str, Utf8Error> {
 #[inline(always)]
 pub(crate) fn is_valid(bytes: &[u8]) -> bool {
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if bytes.len() >= SIMD_FROM {
-        return long_is_valid(bytes);
+    {
+        if bytes.len() >= SIMD_FROM {
+            long_is_valid(bytes)
+        } else {
+            is_ascii(bytes) || dfa::is_valid(bytes)
+        }
     }
-    str_from(bytes).is_ok()
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        str_from(bytes).is_ok()
+    }
 }
 
 /// [`is_valid`] of text of [`SIMD_FROM`] bytes or more: `simdutf8`'s basic
@@ -63,6 +71,124 @@ pub(crate) fn is_valid(bytes: &[u8]) -> bool {
 #[inline(never)]
 fn long_is_valid(bytes: &[u8]) -> bool {
     simdutf8::basic::from_utf8(bytes).is_ok()
+}
+
+/// Short text that is not all ASCII, checked by a table-driven automaton
+/// (the view checks each key where it lies, and the telemetry message's
+/// non-ASCII keys are 18 to 44 bytes long). `core`'s decoder takes a
+/// branchy byte-by-byte path at each non-ASCII character, about 260
+/// instructions for a key such as `température_boîtier␟capteur_intérieur_°c`
+/// (44 bytes), and `simdutf8` hands text under 64 bytes to `core`. Here
+/// each byte is a table load that does not depend on the bytes before it
+/// and a shift that does, and the verdict is read once, at the end. On x86
+/// only, where it was measured (docs/performance.md, "UTF-8 validation");
+/// its 2 KiB table would not fit the microcontroller build's size goal.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod dfa {
+    /// The automaton's states, each the bit offset of its 6-bit field in a
+    /// transition row (the field holds the next state's offset).
+    const ACCEPT: u8 = 0;
+    const REJECT: u8 = 6;
+    /// Expecting one more continuation byte (80..BF).
+    const CONT1: u8 = 12;
+    /// Expecting two more.
+    const CONT2: u8 = 18;
+    /// After E0: A0..BF (no overlong three-byte form), then one more.
+    const AFTER_E0: u8 = 24;
+    /// After ED: 80..9F (no surrogate), then one more.
+    const AFTER_ED: u8 = 30;
+    /// After F0: 90..BF (no overlong four-byte form), then two more.
+    const AFTER_F0: u8 = 36;
+    /// After F1..F3: three more.
+    const CONT3: u8 = 42;
+    /// After F4: 80..8F (nothing past U+10FFFF), then two more.
+    const AFTER_F4: u8 = 48;
+
+    /// Byte classes: bytes that every state treats alike.
+    const ASCII: u8 = 0;
+    const CONT_80_8F: u8 = 1;
+    const CONT_90_9F: u8 = 2;
+    const CONT_A0_BF: u8 = 3;
+    const LEAD2: u8 = 4;
+    const LEAD_E0: u8 = 5;
+    const LEAD3: u8 = 6;
+    const LEAD_ED: u8 = 7;
+    const LEAD_F0: u8 = 8;
+    const LEAD4: u8 = 9;
+    const LEAD_F4: u8 = 10;
+    /// C0, C1 (only ever overlong) and F5..FF (past U+10FFFF).
+    const NEVER: u8 = 11;
+
+    const fn class_of(b: u8) -> u8 {
+        match b {
+            0x00..=0x7f => ASCII,
+            0x80..=0x8f => CONT_80_8F,
+            0x90..=0x9f => CONT_90_9F,
+            0xa0..=0xbf => CONT_A0_BF,
+            0xc2..=0xdf => LEAD2,
+            0xe0 => LEAD_E0,
+            0xed => LEAD_ED,
+            0xe1..=0xef => LEAD3,
+            0xf0 => LEAD_F0,
+            0xf1..=0xf3 => LEAD4,
+            0xf4 => LEAD_F4,
+            _ => NEVER,
+        }
+    }
+
+    /// The next state from `state` on a byte of `class`.
+    const fn next(state: u8, class: u8) -> u8 {
+        match (state, class) {
+            (ACCEPT, ASCII) => ACCEPT,
+            (ACCEPT, LEAD2) => CONT1,
+            (ACCEPT, LEAD_E0) => AFTER_E0,
+            (ACCEPT, LEAD3) => CONT2,
+            (ACCEPT, LEAD_ED) => AFTER_ED,
+            (ACCEPT, LEAD_F0) => AFTER_F0,
+            (ACCEPT, LEAD4) => CONT3,
+            (ACCEPT, LEAD_F4) => AFTER_F4,
+            (CONT1, CONT_80_8F | CONT_90_9F | CONT_A0_BF) => ACCEPT,
+            (CONT2, CONT_80_8F | CONT_90_9F | CONT_A0_BF) => CONT1,
+            (AFTER_E0, CONT_A0_BF) => CONT1,
+            (AFTER_ED, CONT_80_8F | CONT_90_9F) => CONT1,
+            (AFTER_F0, CONT_90_9F | CONT_A0_BF) => CONT2,
+            (CONT3, CONT_80_8F | CONT_90_9F | CONT_A0_BF) => CONT2,
+            (AFTER_F4, CONT_80_8F) => CONT2,
+            _ => REJECT,
+        }
+    }
+
+    /// Per byte value, every state's next state at the state's offset: one
+    /// load per byte, indexed by the byte (2 KiB; a table of classes and one
+    /// of rows would be 352 bytes, but two loads and a bounds check a byte).
+    static ROW: [u64; 256] = {
+        let mut t = [0; 256];
+        let mut b = 0;
+        while b < 256 {
+            let class = class_of(b as u8);
+            let mut state = 0;
+            while state <= AFTER_F4 {
+                t[b] |= (next(state, class) as u64) << state;
+                state += 6;
+            }
+            b += 1;
+        }
+        t
+    };
+
+    /// Whether `bytes` are valid UTF-8. Out of line: the callers' ASCII
+    /// paths stay as small as they were.
+    #[inline(never)]
+    pub(super) fn is_valid(bytes: &[u8]) -> bool {
+        let mut state = u64::from(ACCEPT);
+        for &b in bytes {
+            // Only the low 6 bits of `state` are the state: `wrapping_shr`
+            // uses only those as the count (as x86's shift does), so the
+            // other states' fields above them need no mask in the loop.
+            state = ROW[usize::from(b)].wrapping_shr(state as u32);
+        }
+        state & 63 == u64::from(ACCEPT)
+    }
 }
 
 #[cfg(test)]
@@ -135,6 +261,65 @@ mod tests {
                                 (c.valid_up_to(), c.error_len())
                             );
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The automaton against `core` on every sequence of up to three bytes,
+    /// and on four-byte ones made of every lead byte and the bytes at the
+    /// edges of each class; then on the same within ASCII text, so that
+    /// the verdict is the automaton's final state and not its first.
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    #[test]
+    fn the_automaton_agrees_with_core_on_every_short_sequence() {
+        let check = |b: &[u8]| {
+            let core = core::str::from_utf8(b).is_ok();
+            assert_eq!(dfa::is_valid(b), core, "{b:x?}");
+            assert_eq!(is_valid(b), core, "{b:x?}");
+            assert_eq!(str_from(b).ok(), core::str::from_utf8(b).ok(), "{b:x?}");
+        };
+        // Natively every sequence of up to three bytes; under Miri (the
+        // i686 run of .ci/miri.sh, which runs the `unsafe` conversion after
+        // the automaton) a few thousand, bytes at the edges of the classes.
+        let all: Vec<u8> = (0..=255).collect();
+        let edges: Vec<u8> = vec![
+            0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0,
+            0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff,
+        ];
+        let few: Vec<u8> = vec![
+            0x41, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc2, 0xe0, 0xed, 0xf0, 0xf4,
+        ];
+        let (firsts, seconds, thirds) = if cfg!(miri) {
+            (&all, &few, &few)
+        } else {
+            (&all, &all, &all)
+        };
+        for &a in firsts {
+            check(&[a]);
+            for &b in seconds {
+                check(&[a, b]);
+                if cfg!(miri) && !few.contains(&a) {
+                    continue;
+                }
+                for &c in thirds {
+                    check(&[a, b, c]);
+                }
+            }
+        }
+        let (leads, rest) = if cfg!(miri) {
+            (&few[8..], &few[..8])
+        } else {
+            (&edges[..], &edges[..])
+        };
+        for &a in leads {
+            for &b in rest {
+                for &c in rest {
+                    for &d in rest {
+                        check(&[a, b, c, d]);
+                        check(&[b'k', a, b, c, d, b'v']);
+                        check(&[a, b, c, d, 0xc3, 0xa9]);
                     }
                 }
             }
